@@ -1,0 +1,215 @@
+"""Typed schema of every hpml config group.
+
+The dataclasses say which keys exist and what type each has; the YAML files under ``conf/`` set the values
+(fields without a value here are ``MISSING`` and must come from YAML). Hydra validates types and rejects
+unknown keys while composing; ``__post_init__`` checks the rest when a point is planned
+(``OmegaConf.to_object``) and when a worker loads its config, with messages that name the field.
+
+This module imports neither Hydra nor OmegaConf so that workers can use it to read their config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, List, Optional
+
+MISSING: Any = "???"  # OmegaConf's marker for a required value (same string as omegaconf.MISSING)
+
+
+class ConfigValueError(ValueError):
+    """A config value that has the right type but is not allowed; the message names the field."""
+
+
+def require(condition: bool, key: str, allowed: str, value: Any) -> None:
+    if not condition:
+        raise ConfigValueError(f"{key}={value!r} is not allowed: {allowed}")
+
+
+class ClusterKind(str, Enum):
+    local = "local"
+    slurm = "slurm"
+
+
+class Backend(str, Enum):
+    auto = "auto"  # nccl when the workers have GPUs, gloo otherwise
+    gloo = "gloo"
+    nccl = "nccl"
+
+
+class Device(str, Enum):
+    auto = "auto"  # cuda when resources.gpus_per_node > 0, else cpu
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Dataset(str, Enum):
+    synthetic = "synthetic"  # random images of the configured shape, generated per worker
+    cifar10 = "cifar10"  # torchvision.datasets.CIFAR10 read from data_root (never downloaded)
+    image_folder = "image_folder"  # torchvision.datasets.ImageFolder at data_root/train
+
+
+class Scaling(str, Enum):
+    weak = "weak"  # batch_size is each worker's batch (per-worker batch fixed as workers grow)
+    strong = "strong"  # batch_size is the global batch, split over the workers (global batch fixed)
+
+
+@dataclass
+class SweepConfig:
+    name: str = MISSING  # names the study in the sweep directory and in reports
+    root: str = MISSING  # sweeps are created under this directory
+    dir: str = MISSING  # this sweep's directory (a default in conf/config.yaml derives it)
+    wait: bool = MISSING  # block until every point has finished (local runs always wait)
+    repeat: int = MISSING  # repeat index; sweep it (repeat=0,1,2) to measure run-to-run spread
+    seed: int = MISSING
+
+    def __post_init__(self) -> None:
+        require(self.repeat >= 0, "sweep.repeat", "an integer >= 0", self.repeat)
+
+
+@dataclass
+class ResourcesConfig:
+    """What one sweep point asks of the cluster. Points with equal resources share one job array."""
+
+    nodes: int = MISSING
+    workers_per_node: int = MISSING  # torchrun --nproc_per_node: one worker per GPU, or per CPU slot
+    gpus_per_node: int = MISSING  # GPUs requested per node; 0 runs on CPU
+    cpus_per_worker: int = MISSING  # CPU threads each worker may use (torch.set_num_threads)
+    mem_gb: int = MISSING  # memory per node; 0 leaves it to the cluster's default
+    time_min: int = MISSING  # wall-clock limit of the job
+
+    def __post_init__(self) -> None:
+        require(self.nodes >= 1, "resources.nodes", "an integer >= 1", self.nodes)
+        require(self.workers_per_node >= 1, "resources.workers_per_node", "an integer >= 1",
+                self.workers_per_node)
+        require(self.gpus_per_node >= 0, "resources.gpus_per_node", "an integer >= 0", self.gpus_per_node)
+        require(self.gpus_per_node == 0 or self.workers_per_node <= self.gpus_per_node,
+                "resources.workers_per_node", f"at most resources.gpus_per_node={self.gpus_per_node} "
+                "(one worker per GPU)", self.workers_per_node)
+        require(self.cpus_per_worker >= 1, "resources.cpus_per_worker", "an integer >= 1",
+                self.cpus_per_worker)
+        require(self.mem_gb >= 0, "resources.mem_gb", "an integer >= 0 (0: cluster default)", self.mem_gb)
+        require(self.time_min >= 1, "resources.time_min", "an integer >= 1 (minutes)", self.time_min)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.workers_per_node
+
+
+@dataclass
+class ClusterConfig:
+    kind: ClusterKind = MISSING
+    max_parallel: int = MISSING  # points running at once (local) / array parallelism (SLURM); 0: no cap
+    poll_s: float = MISSING  # how often a waiting launch refreshes its progress line
+    # SLURM only (None: the cluster's default). Kept in one schema so a sweep can switch clusters.
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    constraint: Optional[str] = None
+    exclusive: bool = False
+    sbatch_extra: Dict[str, str] = field(default_factory=dict)
+    setup: List[str] = field(default_factory=list)
+    srun_args: List[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        require(self.max_parallel >= 0, "cluster.max_parallel", "an integer >= 0 (0: no cap)",
+                self.max_parallel)
+        require(self.poll_s > 0, "cluster.poll_s", "a number > 0 (seconds)", self.poll_s)
+
+
+@dataclass
+class WorkloadConfig:
+    """Fields every workload has; each workload's schema extends it."""
+
+    name: str = MISSING  # the module started by torchrun: workloads.<name>
+
+
+@dataclass
+class TrainConfig(WorkloadConfig):
+    model: str = MISSING  # a torchvision classification model name (resnet18, resnet50, ...)
+    num_classes: int = MISSING
+    image_size: int = MISSING  # inputs are 3 x image_size x image_size
+    dataset: Dataset = MISSING
+    data_root: Optional[str] = None  # required for cifar10 / image_folder; never downloaded
+    synthetic_samples: int = MISSING  # size of the synthetic data set (per epoch, all workers together)
+    batch_size: int = MISSING  # per worker (scaling=weak) or global (scaling=strong)
+    scaling: Scaling = MISSING
+    epochs: int = MISSING  # epoch 1 is warm-up; reported epoch time is the mean of epochs 2..N
+    lr: float = MISSING
+    momentum: float = MISSING
+    weight_decay: float = MISSING
+    device: Device = MISSING
+    backend: Backend = MISSING
+    loader_workers: int = MISSING  # DataLoader num_workers per training worker
+
+    def __post_init__(self) -> None:
+        require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
+        require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
+        require(self.synthetic_samples >= 1, "workload.synthetic_samples", "an integer >= 1",
+                self.synthetic_samples)
+        require(self.batch_size >= 1, "workload.batch_size", "an integer >= 1", self.batch_size)
+        require(self.epochs >= 2, "workload.epochs",
+                "an integer >= 2 (epoch 1 is warm-up and is not reported)", self.epochs)
+        require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
+        require(self.loader_workers >= 0, "workload.loader_workers", "an integer >= 0", self.loader_workers)
+        require(self.dataset == Dataset.synthetic or bool(self.data_root), "workload.data_root",
+                f"a directory holding the data set when workload.dataset={self.dataset.value}",
+                self.data_root)
+
+
+@dataclass
+class HpmlConfig:
+    """The whole tree of one sweep point."""
+
+    sweep: SweepConfig = MISSING
+    resources: ResourcesConfig = MISSING
+    cluster: ClusterConfig = MISSING
+    workload: Any = MISSING  # one of the workload schemas, chosen by the `workload` config group
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workload, TrainConfig) and self.workload.scaling == Scaling.strong:
+            world = self.resources.world_size
+            require(self.workload.batch_size % world == 0, "workload.batch_size",
+                    f"a multiple of the world size {world} when workload.scaling=strong",
+                    self.workload.batch_size)
+
+
+# Which schema each `workload` config-group option uses; the launcher registers them with Hydra.
+WORKLOAD_SCHEMAS: Dict[str, type] = {"train": TrainConfig}
+
+
+def _build(schema: type, values: Dict[str, Any], path: str) -> Any:
+    """A dataclass of `schema` from plain values (YAML/JSON), converting enums and nested dataclasses."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(schema)
+    names = {f.name for f in dataclasses.fields(schema)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigValueError(f"unknown key '{path}{unknown[0]}'; allowed keys: {', '.join(sorted(names))}")
+    kwargs = {}
+    for name, value in values.items():
+        hint = hints[name]
+        if name == "workload" and schema is HpmlConfig:
+            workload = WORKLOAD_SCHEMAS.get(value.get("name"))
+            require(workload is not None, "workload.name", f"one of {sorted(WORKLOAD_SCHEMAS)}", value.get("name"))
+            kwargs[name] = _build(workload, value, "workload.")
+        elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            kwargs[name] = _build(hint, value, f"{path}{name}.")
+        elif isinstance(hint, type) and issubclass(hint, Enum) and not isinstance(value, hint):
+            allowed = [m.name for m in hint]
+            require(value in allowed, f"{path}{name}", f"one of {allowed}", value)
+            kwargs[name] = hint[value]
+        else:
+            kwargs[name] = value
+    return schema(**kwargs)
+
+
+def config_from_dict(values: Dict[str, Any]) -> HpmlConfig:
+    """The typed config of one point from its resolved values; runs every __post_init__ check.
+
+    Used by the launcher after Hydra composed (and type-checked) the values, and by the workers, which
+    read their point's config.yaml without Hydra or OmegaConf.
+    """
+    return _build(HpmlConfig, values, "")

@@ -1,0 +1,1 @@
+"""hpml's Hydra sweeper (Hydra finds plugins in the hydra_plugins namespace package)."""

@@ -1,0 +1,54 @@
+"""The `hpml` command: launch | status | report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+USAGE = """usage: hpml <command> [args]
+
+commands:
+  launch [overrides...]   compose a Hydra sweep (-m/--multirun, config groups, --cfg job) and run it
+  status DIR              each point's state in a sweep directory
+  report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    try:
+        if command == "launch":
+            from launcher.launch import launch
+
+            return launch(rest)
+        if command == "status":
+            from launcher.launch import show_status
+
+            parser = argparse.ArgumentParser(prog="hpml status")
+            parser.add_argument("sweep_dir", type=Path)
+            args = parser.parse_args(rest)
+            return show_status(args.sweep_dir)
+        if command == "report":
+            from analysis.report import main as report_main
+
+            return report_main(rest)
+    except Exception as error:  # noqa: BLE001 - user errors become one line; tracebacks stay for bugs
+        from conf.schema import ConfigValueError
+        from launcher.launch import LaunchError
+
+        if isinstance(error, (LaunchError, FileNotFoundError, ConfigValueError)):
+            print(f"hpml: error: {error}", file=sys.stderr)
+            return 2
+        raise
+    print(f"hpml: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The torchrun command each job runs: one torchrun per node, which starts one worker per GPU/CPU slot."""
+
+from __future__ import annotations
+
+import random
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import List, Mapping, Optional
+
+from launcher.jobspec import JobSpec
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the nodes of a multi-node job meet (c10d store on the allocation's first node)."""
+
+    host: str
+    port: int
+    run_id: str
+
+
+def rendezvous_port(job_id: str) -> int:
+    """A port derived from the job id, so two jobs sharing a node do not collide on a fixed 29500
+    (the same rule as submitit's TorchDistributedEnvironment)."""
+    return random.Random(job_id).randint(20000, 60000)
+
+
+def first_host(nodelist: str) -> str:
+    """The allocation's first node, resolved to an address (a node name need not resolve on every node)."""
+    names = subprocess.run(["scontrol", "show", "hostnames", nodelist], check=True, capture_output=True,
+                           text=True).stdout.split()
+    return socket.gethostbyname(names[0])
+
+
+def slurm_rendezvous(env: Mapping[str, str]) -> Rendezvous:
+    job_id = env.get("SLURM_ARRAY_JOB_ID") and f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    job_id = job_id or env["SLURM_JOB_ID"]
+    return Rendezvous(host=first_host(env["SLURM_JOB_NODELIST"]), port=rendezvous_port(job_id), run_id=job_id)
+
+
+def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: str = sys.executable) -> List[str]:
+    shape = spec.shape
+    cmd = [python, "-m", "torch.distributed.run", "--nnodes", str(shape.nodes),
+           "--nproc_per_node", str(shape.workers_per_node), "--max_restarts", "0"]
+    if rendezvous is None:
+        if shape.nodes != 1:
+            raise ValueError(f"point {spec.point}: {shape.nodes} nodes need a rendezvous (run under SLURM)")
+        cmd += ["--standalone"]  # single node: a local store on a free port
+    else:
+        cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{rendezvous.host}:{rendezvous.port}",
+                "--rdzv_id", rendezvous.run_id]
+    return cmd + ["-m", f"workloads.{spec.workload}", "--config", spec.config_path]

@@ -1,0 +1,57 @@
+"""What a result records about where it ran: hosts, versions, GPUs, an allow-list of environment variables."""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Dict, List
+
+import torch
+
+# Only these variables are recorded: enough to reproduce a run, never the whole (secret-bearing) environment.
+ENV_ALLOW_LIST = (
+    "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_IB_DISABLE",
+    "NCCL_P2P_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+    "SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES",
+    "SLURM_JOB_PARTITION", "SLURM_CLUSTER_NAME", "SLURM_GPUS_ON_NODE", "SLURM_CPUS_PER_TASK",
+    "SLURM_RESTART_COUNT",
+)
+
+
+def allowed_env() -> Dict[str, str]:
+    return {k: os.environ[k] for k in ENV_ALLOW_LIST if k in os.environ}
+
+
+def gpu_names() -> List[str]:
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
+def nccl_version() -> str | None:
+    if not torch.cuda.is_available():
+        return None
+    try:
+        return ".".join(str(v) for v in torch.cuda.nccl.version())
+    except Exception:  # torch built without NCCL
+        return None
+
+
+def describe_environment(ranks: List[dict], world_size: int, backend: str, device: str) -> dict:
+    """ranks: one host_identity() per rank, gathered from every worker."""
+    return {
+        "world_size": world_size,
+        "hosts": sorted({r["host"] for r in ranks}),
+        "ranks": ranks,
+        "backend": backend,
+        "device": device,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": nccl_version(),
+        "gpus": gpu_names(),
+        "cpu_threads_per_worker": torch.get_num_threads(),
+        "env": allowed_env(),
+    }

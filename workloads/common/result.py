@@ -1,0 +1,66 @@
+"""result.json, schema version 1: the contract between workloads/ and analysis/ (docs/result-schema.md).
+
+One file per sweep point, written by rank 0, atomically. Keys:
+  schema_version  1
+  identity        sweep, point, repeat, seed, workload
+  status          "ok" | "failed" | "oom" | "timeout";  reason: null or why not ok
+  config          the point's resolved config (the whole tree)
+  environment     hosts, ranks, world size, versions, GPUs, allow-listed environment variables
+  timing          how each measurement was taken (words, so a reader knows what a number means)
+  measurements    raw arrays (per step, per epoch, per rank)
+  derived         numbers computed from the raw arrays by the workload (the analysis recomputes its own)
+  started_at, finished_at   ISO-8601 UTC
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from workloads.common.atomic import write_json_atomic
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "oom", "timeout")
+RESULT_FILE = "result.json"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def point_identity(config: Dict[str, Any], point_dir: Path) -> Dict[str, Any]:
+    """The point number is the name of its directory (points/<n>/), which the launcher chose."""
+    return {
+        "sweep": config["sweep"]["name"],
+        "point": int(point_dir.name) if point_dir.name.isdigit() else None,
+        "repeat": config["sweep"]["repeat"],
+        "seed": config["sweep"]["seed"],
+        "workload": config["workload"]["name"],
+    }
+
+
+def build_result(*, config: Dict[str, Any], point_dir: Path, status: str, reason: Optional[str],
+                 environment: Dict[str, Any], timing: Dict[str, str], measurements: Dict[str, Any],
+                 derived: Dict[str, Any], started_at: str) -> Dict[str, Any]:
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {STATUSES}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "identity": point_identity(config, point_dir),
+        "status": status,
+        "reason": reason,
+        "config": config,
+        "environment": environment,
+        "timing": timing,
+        "measurements": measurements,
+        "derived": derived,
+        "started_at": started_at,
+        "finished_at": utc_now(),
+    }
+
+
+def write_result(point_dir: Path, result: Dict[str, Any]) -> Path:
+    path = Path(point_dir) / RESULT_FILE
+    write_json_atomic(path, result)
+    return path
