@@ -6,7 +6,7 @@ import dataclasses
 from typing import Iterator, Optional
 
 from hydra.errors import MissingConfigException
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
@@ -41,7 +41,7 @@ def one_line(error: BaseException) -> str:
         if isinstance(link, OmegaConfBaseException) and getattr(link, "full_key", None):
             message = getattr(link, "msg", None) or str(link).splitlines()[0]
             message = message.splitlines()[0]
-            if isinstance(link, ConfigKeyError):
+            if isinstance(link, (ConfigKeyError, ConfigAttributeError)) and "not in" in message:
                 return f"unknown key '{link.full_key}'{_allowed_keys(getattr(link, 'object_type', None))}"
             return f"{link.full_key}: {message}"
     return _squash(str(error))

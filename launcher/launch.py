@@ -16,6 +16,7 @@ from conf.schema import ClusterKind
 from launcher.config_store import register_schemas
 from launcher.errors import one_line
 from launcher.jobspec import JobSpec, group_by_shape
+from launcher.preflight import config_problems
 from launcher.planner import Plan, start_plan
 from launcher.status import point_states, progress_line, status_table
 from launcher.submission import cluster_kind, run_local
@@ -105,6 +106,9 @@ def launch(argv: Sequence[str]) -> int:
     if not plan.points:
         return 0  # --cfg, --help, --info: Hydra has printed what was asked
     sweep_dir = check_new_sweep_dir(plan)
+    problems = config_problems([p.config for p in plan.points])
+    if problems:
+        raise LaunchError("; ".join(problems))
     specs: List[JobSpec] = [p.spec for p in plan.points]
     kind = cluster_kind(specs)
     manifest = new_manifest(plan, argv)

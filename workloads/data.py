@@ -37,17 +37,6 @@ class SyntheticImages(Dataset):
         return self.images[index % len(self.images)], self.labels[index]
 
 
-def cifar10_missing(root: str) -> str | None:
-    """Why root holds no CIFAR-10 in torchvision's on-disk format, or None if it does."""
-    folder = Path(root) / "cifar-10-batches-py"
-    needed = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
-    absent = [n for n in needed if not (folder / n).is_file()]
-    if absent:
-        return (f"workload.data_root={root!r} has no CIFAR-10 ({folder} lacks {', '.join(absent)}); "
-                "put torchvision's cifar-10-python files there or use workload.dataset=synthetic")
-    return None
-
-
 def build_dataset(cfg: TrainConfig, seed: int) -> Dataset:
     if cfg.dataset == DatasetKind.synthetic:
         return SyntheticImages(cfg.synthetic_samples, cfg.num_classes, cfg.image_size, seed)
@@ -55,10 +44,7 @@ def build_dataset(cfg: TrainConfig, seed: int) -> Dataset:
 
     normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
     if cfg.dataset == DatasetKind.cifar10:
-        problem = cifar10_missing(cfg.data_root)
-        if problem:
-            raise FileNotFoundError(problem)
-        from torchvision.datasets import CIFAR10
+        from torchvision.datasets import CIFAR10  # raises "Dataset not found" if data_root lacks it
 
         transform = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(), normalize])
         return CIFAR10(cfg.data_root, train=True, download=False, transform=transform)

@@ -1,0 +1,57 @@
+"""Shared fixtures: composing configs the way `hpml launch` does, and running the real `hpml` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Sequence
+
+import pytest
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
+
+from launcher.config_store import register_schemas
+
+REPO = Path(__file__).resolve().parent.parent
+HPML = [sys.executable, "-m", "launcher.cli"]
+
+
+@pytest.fixture(scope="session")
+def compose_values():
+    """compose_values(overrides) -> the resolved config as plain values (what a point's config.yaml holds)."""
+    register_schemas()
+
+    def _compose(overrides: Sequence[str] = ()) -> dict:
+        with initialize_config_module("conf", version_base="1.3"):
+            cfg = compose("config", overrides=list(overrides))
+            return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+
+    return _compose
+
+
+def run_hpml(args: List[str], cwd: Path, timeout: float = 600, env: dict | None = None):
+    """Runs the real CLI in a subprocess (as a user would); returns the CompletedProcess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(HPML + args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+@pytest.fixture
+def hpml(tmp_path):
+    """hpml(*args) runs `hpml` in a fresh directory; sweeps land under tmp_path/sweeps."""
+
+    def _run(*args: str, timeout: float = 600, env: dict | None = None):
+        return run_hpml(list(args), cwd=tmp_path, timeout=timeout, env=env)
+
+    return _run
+
+
+@pytest.fixture(scope="session")
+def hpml_in():
+    """hpml_in(cwd, *args): like `hpml`, for module- or session-scoped fixtures with their own folder."""
+
+    def _run(cwd: Path, *args: str, timeout: float = 600, env: dict | None = None):
+        return run_hpml(list(args), cwd=cwd, timeout=timeout, env=env)
+
+    return _run

@@ -1,0 +1,89 @@
+"""Config composition: every preset composes and validates; bad overrides fail with one clear line."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conf.schema import ConfigValueError, HpmlConfig, Scaling, config_from_dict
+
+PRESETS = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "conf" / "experiment").glob("*.yaml"))
+
+
+def test_defaults_compose_to_a_valid_config(compose_values):
+    config = config_from_dict(compose_values())
+    assert isinstance(config, HpmlConfig)
+    assert config.cluster.kind.value == "local"
+    assert config.workload.name == "train" and config.workload.model == "resnet18"
+    assert config.workload.image_size == 32  # CIFAR-shaped input by default
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_experiment_preset_composes(compose_values, preset):
+    values = compose_values([f"experiment={preset}"])
+    config = config_from_dict(values)
+    assert config.sweep.name  # every preset names its study
+
+
+def test_quickstart_is_weak_scaling_over_one_and_two_workers(compose_values):
+    values = compose_values(["experiment=quickstart"])
+    assert values["sweep"]["name"] == "quickstart"
+    assert config_from_dict(values).workload.scaling == Scaling.weak
+
+
+def test_config_from_dict_rejects_unknown_keys(compose_values):
+    values = compose_values()
+    values["workload"]["lrr"] = 0.1
+    with pytest.raises(ConfigValueError, match="unknown key 'workload.lrr'"):
+        config_from_dict(values)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("resources.nodes", 0, "resources.nodes=0 is not allowed: an integer >= 1"),
+    ("workload.epochs", 1, "workload.epochs=1 is not allowed"),
+    ("resources.workers_per_node", 4, "at most resources.gpus_per_node=2"),
+])
+def test_schema_checks_name_the_field(compose_values, key, value, message):
+    values = compose_values(["resources.gpus_per_node=2"] if "workers" in key else [])
+    section, field = key.split(".")
+    values[section][field] = value
+    with pytest.raises(ConfigValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        config_from_dict(values)
+
+
+def test_strong_scaling_needs_a_global_batch_divisible_by_the_workers(compose_values):
+    values = compose_values(["workload.scaling=strong", "workload.batch_size=30",
+                             "resources.workers_per_node=4"])
+    with pytest.raises(ConfigValueError, match="multiple of the world size 4"):
+        config_from_dict(values)
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("workload.lrr=0.1", "hpml: error: unknown key 'workload.lrr'; allowed keys: name, model,"),
+    ("workload.backend=ncl", "hpml: error: workload.backend: Invalid value 'ncl', expected one of [auto, gloo, nccl]"),
+    ("workload.epochs=abc", "hpml: error: workload.epochs: Value 'abc' of type 'str' could not be converted to Integer"),
+    ("workload=nope", "hpml: error: no config 'workload/nope'; available options: train"),
+    ("resources.nodes=0", "hpml: error: resources.nodes=0 is not allowed: an integer >= 1"),
+    ("workload.model=resnet19", "hpml: error: workload.model=resnet19: not a torchvision classification model"),
+    ("workload.dataset=cifar10", "hpml: error: workload.data_root=None is not allowed"),
+])
+def test_bad_override_fails_fast_with_one_line_and_submits_nothing(hpml, tmp_path, override, expected):
+    start = time.perf_counter()
+    done = hpml("launch", "-m", "resources.workers_per_node=1,2", override)
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(expected), lines[0]
+    assert elapsed < 30  # seconds, most of it importing torch
+    assert not list(tmp_path.glob("sweeps/*/manifest.json"))  # nothing planned was kept or submitted
+    assert not list(tmp_path.glob("sweeps/*/points/*/config.yaml"))
+
+
+def test_cfg_job_prints_the_composed_config_without_launching(hpml, tmp_path):
+    done = hpml("launch", "--cfg", "job", "workload.lr=0.5")
+    assert done.returncode == 0, done.stderr
+    assert "lr: 0.5" in done.stdout
+    assert not (tmp_path / "sweeps").exists() or not list((tmp_path / "sweeps").rglob("config.yaml"))

@@ -1,0 +1,79 @@
+"""The local default for real: submitit's local executor runs torchrun, which runs gloo workers on CPU."""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+
+def only_sweep_dir(root: Path) -> Path:
+    dirs = list((root / "sweeps").iterdir())
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory, hpml_in):
+    """The README's quickstart, run once for the module: `hpml launch experiment=quickstart`."""
+    root = tmp_path_factory.mktemp("quickstart")
+    done = hpml_in(root, "launch", "experiment=quickstart")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_sweep_dir(root), done
+
+
+def test_quickstart_runs_both_points_and_shows_progress(quickstart):
+    sweep, done = quickstart
+    assert "[quickstart] 2/2 done, 0 running, 0 pending, 0 failed" in done.stdout
+    manifest = json.loads((sweep / "manifest.json").read_text())
+    assert [p["world_size"] for p in manifest["points"]] == [1, 2]
+    assert all(p["job_id"] for p in manifest["points"])
+    assert len(manifest["arrays"]) == 2  # two resource shapes -> two arrays
+
+
+def test_each_point_keeps_config_result_state_and_logs(quickstart):
+    sweep, _ = quickstart
+    for point, world in ((0, 1), (1, 2)):
+        folder = sweep / "points" / str(point)
+        result = json.loads((folder / "result.json").read_text())
+        assert result["schema_version"] == 1 and result["status"] == "ok"
+        assert result["identity"] == {"sweep": "quickstart", "point": point, "repeat": 0, "seed": 0,
+                                      "workload": "train"}
+        assert result["environment"]["world_size"] == world
+        assert result["environment"]["backend"] == "gloo"
+        assert len(result["environment"]["ranks"]) == world
+        m = result["measurements"]
+        assert len(m["epoch_time_s"]) == 3 and len(m["step_time_s"]) == 3
+        assert m["per_worker_batch"] == 32 and m["global_batch"] == 32 * world  # weak scaling
+        assert m["steps_per_epoch"] == 512 // (32 * world)
+        assert result["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(m["epoch_time_s"][1:]))
+        assert "workers_per_node: %d" % world in (folder / "config.yaml").read_text()
+        assert json.loads((folder / "state.json").read_text())["state"] == "completed"
+        assert "torch.distributed.run" in (folder / "logs" / "torchrun.node0.out").read_text()
+
+
+def test_status_lists_every_point(quickstart, hpml):
+    sweep, _ = quickstart
+    done = hpml("status", str(sweep))
+    assert done.returncode == 0, done.stderr
+    assert "[quickstart] 2/2 done" in done.stdout
+    assert done.stdout.count("completed") == 2
+
+
+def test_a_failing_point_is_failed_with_its_reason(hpml, tmp_path):
+    done = hpml("launch", "-m", "workload.synthetic_samples=8", "workload.batch_size=4,32", "workload.epochs=2",
+                "workload.model=resnet18")
+    assert done.returncode == 1, done.stdout + done.stderr
+    sweep = only_sweep_dir(tmp_path)
+    ok = json.loads((sweep / "points/0/state.json").read_text())
+    failed = json.loads((sweep / "points/1/state.json").read_text())
+    assert ok["state"] == "completed"
+    assert failed["state"] == "failed" and failed["returncode"] != 0
+    assert "no full batch per worker" in failed["reason"]
+    result = json.loads((sweep / "points/1/result.json").read_text())
+    assert result["status"] == "failed" and "no full batch per worker" in result["reason"]
+    status = hpml("status", str(sweep))
+    assert "failed" in status.stdout and "no full batch per worker" in status.stdout

@@ -1,0 +1,39 @@
+"""The torchrun command each job runs: one per node, standalone on one node, c10d across nodes."""
+
+from __future__ import annotations
+
+import pytest
+
+from conf.schema import config_from_dict
+from launcher.jobspec import jobspec_of
+from launcher.torchrun import Rendezvous, rendezvous_port, torchrun_command
+
+
+def test_single_node_uses_a_standalone_rendezvous(compose_values):
+    config = config_from_dict(compose_values(["resources.workers_per_node=2"]))
+    cmd = torchrun_command(jobspec_of(config, 3, "/s/points/3", []), None, python="python")
+    assert cmd == ["python", "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+                   "--max_restarts", "0", "--standalone", "-m", "workloads.train",
+                   "--config", "/s/points/3/config.yaml"]
+
+
+def test_multi_node_meets_at_the_first_node_with_the_job_id(compose_values):
+    config = config_from_dict(compose_values(["resources.nodes=2", "resources.workers_per_node=2"]))
+    rdzv = Rendezvous(host="10.0.0.1", port=rendezvous_port("77_3"), run_id="77_3")
+    cmd = torchrun_command(jobspec_of(config, 0, "/s/points/0", []), rdzv, python="python")
+    assert cmd[cmd.index("--nnodes") + 1] == "2"
+    assert cmd[cmd.index("--rdzv_endpoint") + 1] == f"10.0.0.1:{rdzv.port}"
+    assert cmd[cmd.index("--rdzv_id") + 1] == "77_3"
+    assert "--standalone" not in cmd
+
+
+def test_rendezvous_port_is_derived_from_the_job_id():
+    assert rendezvous_port("123") == rendezvous_port("123")
+    assert 20000 <= rendezvous_port("123") <= 60000
+    assert len({rendezvous_port(str(j)) for j in range(50)}) > 40  # jobs sharing a node rarely collide
+
+
+def test_multi_node_without_rendezvous_is_refused(compose_values):
+    config = config_from_dict(compose_values(["resources.nodes=2"]))
+    with pytest.raises(ValueError, match="need a rendezvous"):
+        torchrun_command(jobspec_of(config, 0, "/s/points/0", []), None)
