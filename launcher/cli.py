@@ -43,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from launcher.launch import LaunchError
 
         if isinstance(error, (LaunchError, FileNotFoundError, ConfigValueError)):
-            print(f"hpml: error: {error}", file=sys.stderr)
+            for line in str(error).splitlines():
+                print(f"hpml: error: {line}", file=sys.stderr)
             return 2
         raise
     print(f"hpml: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")

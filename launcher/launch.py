@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
@@ -18,7 +19,9 @@ from launcher.errors import one_line
 from launcher.jobspec import JobSpec, group_by_shape
 from launcher.preflight import config_problems
 from launcher.planner import Plan, start_plan
-from launcher.status import point_states, progress_line, status_table
+from launcher import slurm
+from launcher.scheduler_state import scheduler_states
+from launcher.status import FINISHED, PointState, point_states, progress_line, status_table
 from launcher.submission import cluster_kind, run_local
 from launcher.sweep_dir import MANIFEST, MANIFEST_VERSION, read_manifest, write_manifest
 
@@ -95,7 +98,10 @@ class ProgressPrinter:
         self.sweep_dir, self.name, self.out, self.last = sweep_dir, name, out, ""
 
     def __call__(self) -> None:
-        line = progress_line(self.name, point_states(self.sweep_dir))
+        self.show(point_states(self.sweep_dir))
+
+    def show(self, states: List[PointState]) -> None:
+        line = progress_line(self.name, states)
         if line != self.last:
             self.out(line)
             self.last = line
@@ -106,35 +112,79 @@ def launch(argv: Sequence[str]) -> int:
     if not plan.points:
         return 0  # --cfg, --help, --info: Hydra has printed what was asked
     sweep_dir = check_new_sweep_dir(plan)
-    problems = config_problems([p.config for p in plan.points])
-    if problems:
-        raise LaunchError("; ".join(problems))
     specs: List[JobSpec] = [p.spec for p in plan.points]
     kind = cluster_kind(specs)
+    problems = config_problems([p.config for p in plan.points])
+    if kind == ClusterKind.slurm:
+        problems += slurm.preflight(specs)
+    if problems:
+        raise LaunchError("\n".join(problems))  # one line per problem, nothing written or queued
     manifest = new_manifest(plan, argv)
     plan.write_configs()
     write_manifest(sweep_dir, manifest)
     name = manifest["sweep"]
     print(f"hpml: sweep {name}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) -> {sweep_dir}")
+    settings = plan.points[0].config
     if kind == ClusterKind.local:
         def record(spec: JobSpec, job_id: str, array: int) -> None:
             manifest["points"][spec.point]["job_id"] = job_id
             write_manifest(sweep_dir, manifest)
 
-        cap = plan.points[0].config.cluster.max_parallel
-        poll = plan.points[0].config.cluster.poll_s
-        run_local(sweep_dir, specs, cap, poll, on_submit=record, on_tick=ProgressPrinter(sweep_dir, name))
+        run_local(sweep_dir, specs, settings.cluster.max_parallel, settings.cluster.poll_s,
+                  on_submit=record, on_tick=ProgressPrinter(sweep_dir, name))
     else:
-        raise LaunchError("cluster=slurm is not available yet")
-    states = point_states(sweep_dir)
+        submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel)
+        if not settings.sweep.wait:
+            print(f"hpml: submitted; follow with `hpml status {sweep_dir}`")
+            return 0
+        wait_for_sweep(sweep_dir, name, settings.cluster.poll_s)
+    states = current_states(sweep_dir)
     print(status_table(states))
     print(f"hpml: report with `hpml report {sweep_dir}`")
     return 0 if all(s.state == "completed" for s in states) else 1
 
 
+def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], max_parallel: int) -> None:
+    config = slurm.scontrol_config()
+    submitted = slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config))
+    manifest["slurm_version"] = slurm.slurm_version()
+    manifest["arrays"] = []
+    for item in submitted:
+        entry = manifest["points"][item.spec.point]
+        entry["job_id"], entry["array"] = item.job.job_id, item.array
+        array_id = item.job.job_id.split("_")[0]
+        if not manifest["arrays"] or manifest["arrays"][-1]["job_id"] != array_id:
+            manifest["arrays"].append({"array": item.array, "job_id": array_id,
+                                       "shape": item.spec.shape.describe(), "points": []})
+        manifest["arrays"][-1]["points"].append(item.spec.point)
+    write_manifest(sweep_dir, manifest)
+    slurm.keep_sbatch_scripts(submitted)
+    ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in manifest["arrays"])
+    print(f"hpml: submitted job array(s) {ids}")
+
+
+def current_states(sweep_dir: Path) -> List[PointState]:
+    """Point states, asking the scheduler (once, batched) when the sweep ran on SLURM."""
+    manifest = read_manifest(sweep_dir)
+    if manifest.get("cluster") != ClusterKind.slurm.value:
+        return point_states(sweep_dir)
+    jobs, _source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
+    return point_states(sweep_dir, jobs if _source != "none" else None)
+
+
+def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float) -> None:
+    printer = ProgressPrinter(sweep_dir, name)
+    while True:
+        states = current_states(sweep_dir)
+        printer.show(states)
+        if all(s.state in FINISHED for s in states):
+            return
+        time.sleep(max(poll_s, 2.0))  # sacct is a database query: do not hammer it
+
+
 def show_status(sweep_dir: Path) -> int:
     manifest = read_manifest(sweep_dir)
-    states = point_states(sweep_dir)
+    states = current_states(sweep_dir)
     print(progress_line(manifest["sweep"], states))
     print(status_table(states))
     return 0

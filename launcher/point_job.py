@@ -73,6 +73,18 @@ class PointJob:
         return env
 
     def __call__(self) -> str:
+        try:
+            return self.run()
+        except PointFailed:
+            raise
+        except Exception as error:  # the job itself broke (not the workload): record why, then fail
+            if job_identity()["node"] == 0:
+                write_json_atomic(Path(self.spec.point_dir) / STATE_FILE, {
+                    "state": "failed", "reason": f"{type(error).__name__}: {error}", "ended_at": utc_now(),
+                    **job_identity()})
+            raise
+
+    def run(self) -> str:
         point_dir = Path(self.spec.point_dir)
         ident = job_identity()
         node = ident["node"]

@@ -1,4 +1,9 @@
-"""Each point's state, from the sweep's own files (result.json, state.json, manifest.json)."""
+"""Each point's state: the sweep's own files first (result.json, state.json), then the scheduler's view.
+
+A point whose result is ok is completed, whatever the scheduler says. Otherwise a finished state from
+the scheduler (failed, timeout, cancelled, out of memory, node fail) or from the job's own state.json
+wins; a job the scheduler no longer knows and that left no file is "lost" (resume reruns it).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Dict, List, Optional
 from launcher.sweep_dir import RESULT_FILE, STATE_FILE, point_dir, read_json, read_manifest
 
 # A point is finished when its state is one of these; resume reruns the ones not "completed".
-FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail")
+FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail", "lost")
 
 
 @dataclass
@@ -35,15 +40,49 @@ def state_from_files(folder: Path) -> tuple[str, Optional[str]] | None:
     return None
 
 
-def point_states(sweep_dir: Path) -> List[PointState]:
+def job_log_tail(sweep_dir: Path, job_id: str, lines: int = 5) -> Optional[str]:
+    """The end of submitit's stderr for a job that died before it could write its own state."""
+    log = Path(sweep_dir) / "jobs" / job_id / f"{job_id}_0_log.err"
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return None
+    return "\n".join(text[-lines:]) or None
+
+
+def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job: bool,
+            scheduler_answered: bool) -> tuple[str, Optional[str]]:
+    """One point's state from what its files prove and what the scheduler reports (pure)."""
+    if files is not None and files[0] == "completed":
+        return files
+    sched = scheduler["state"] if scheduler else None
+    if sched in FINISHED and sched != "completed":
+        return sched, files[1] if files else None
+    if files is not None:
+        return files
+    if sched == "completed":  # SLURM says done, yet no result: the job cannot have run the workload
+        return "failed", "the job ended without writing a result"
+    if sched is not None:
+        return sched, None
+    if has_job:
+        return ("lost", "the scheduler no longer knows this job and it left no result") \
+            if scheduler_answered else ("pending", None)
+    return "not_submitted", None
+
+
+def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]] = None) -> List[PointState]:
+    """scheduler: {job id: {"state": ...}} from scheduler_state, or None to judge by the files alone."""
     manifest = read_manifest(sweep_dir)
     states = []
     for entry in manifest["points"]:
-        found = state_from_files(point_dir(sweep_dir, entry["point"]))
-        if found is None:
-            found = ("pending", None) if entry.get("job_id") else ("not_submitted", None)
-        states.append(PointState(point=entry["point"], state=found[0], reason=found[1],
-                                 job_id=entry.get("job_id"), overrides=entry["overrides"]))
+        job_id = entry.get("job_id")
+        record = (scheduler or {}).get(job_id) if job_id else None
+        state, reason = combine(state_from_files(point_dir(sweep_dir, entry["point"])), record,
+                                bool(job_id), scheduler is not None)
+        if state in FINISHED and state != "completed" and not reason and job_id:
+            reason = job_log_tail(sweep_dir, job_id)
+        states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,
+                                 overrides=entry["overrides"]))
     return states
 
 

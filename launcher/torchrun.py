@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -27,11 +28,19 @@ def rendezvous_port(job_id: str) -> int:
     return random.Random(job_id).randint(20000, 60000)
 
 
+def node_address(node: str) -> str:
+    """A node's address as SLURM knows it (NodeAddr), resolved: a node name need not be in DNS."""
+    text = subprocess.run(["scontrol", "show", "node", node, "-o"], check=True, capture_output=True,
+                          text=True).stdout
+    match = re.search(r"\bNodeAddr=(\S+)", text)
+    return socket.gethostbyname(match.group(1) if match else node)
+
+
 def first_host(nodelist: str) -> str:
-    """The allocation's first node, resolved to an address (a node name need not resolve on every node)."""
+    """The allocation's first node (`scontrol show hostnames`), as an address."""
     names = subprocess.run(["scontrol", "show", "hostnames", nodelist], check=True, capture_output=True,
                            text=True).stdout.split()
-    return socket.gethostbyname(names[0])
+    return node_address(names[0])
 
 
 def slurm_rendezvous(env: Mapping[str, str]) -> Rendezvous:
