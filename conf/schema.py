@@ -10,6 +10,7 @@ This module imports neither Hydra nor OmegaConf so that workers can use it to re
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
@@ -24,6 +25,15 @@ class ConfigValueError(ValueError):
 def require(condition: bool, key: str, allowed: str, value: Any) -> None:
     if not condition:
         raise ConfigValueError(f"{key}={value!r} is not allowed: {allowed}")
+
+
+SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def require_one_line(key: str, value: Any) -> None:
+    if value is not None:
+        text = str(value)
+        require(not any(c in text for c in "\n\r\0"), key, "a single line (no line break or NUL)", value)
 
 
 class ClusterKind(str, Enum):
@@ -112,6 +122,18 @@ class ClusterConfig:
     srun_args: List[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        # Values end up in the sbatch script: #SBATCH lines (quoted by submitit) and the srun line. A line
+        # break would start a new shell line, so none is allowed; sbatch option names are plain words.
+        for key in ("partition", "account", "qos", "constraint"):
+            require_one_line(f"cluster.{key}", getattr(self, key))
+        for option, value in self.sbatch_extra.items():
+            require(bool(SBATCH_OPTION.fullmatch(option)), f"cluster.sbatch_extra.{option}",
+                    "an sbatch option name (letters, digits, '-', '_')", option)
+            require_one_line(f"cluster.sbatch_extra.{option}", value)
+        for index, arg in enumerate(self.srun_args):
+            require_one_line(f"cluster.srun_args[{index}]", arg)
+        for index, line in enumerate(self.setup):  # shell by design, but one command per entry
+            require_one_line(f"cluster.setup[{index}]", line)
         require(self.max_parallel >= 0, "cluster.max_parallel", "an integer >= 0 (0: no cap)",
                 self.max_parallel)
         require(self.poll_s > 0, "cluster.poll_s", "a number > 0 (seconds)", self.poll_s)
@@ -141,6 +163,7 @@ class TrainConfig(WorkloadConfig):
     device: Device = MISSING
     backend: Backend = MISSING
     loader_workers: int = MISSING  # DataLoader num_workers per training worker
+    checkpoint: bool = MISSING  # save after every epoch; a requeued job resumes from the last one
 
     def __post_init__(self) -> None:
         require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)

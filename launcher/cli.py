@@ -12,6 +12,7 @@ USAGE = """usage: hpml <command> [args]
 commands:
   launch [overrides...]   compose a Hydra sweep (-m/--multirun, config groups, --cfg job) and run it
   status DIR              each point's state in a sweep directory
+  resume DIR              resubmit the points that failed, were cancelled or never ran
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR
 """
 
@@ -34,6 +35,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.add_argument("sweep_dir", type=Path)
             args = parser.parse_args(rest)
             return show_status(args.sweep_dir)
+        if command == "resume":
+            from launcher.launch import resume
+
+            parser = argparse.ArgumentParser(prog="hpml resume")
+            parser.add_argument("sweep_dir", type=Path)
+            return resume(parser.parse_args(rest).sweep_dir)
         if command == "report":
             from analysis.report import main as report_main
 

@@ -5,25 +5,28 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import socket
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import hydra
+import yaml
 from omegaconf import DictConfig
 
-from conf.schema import ClusterKind
+from conf.schema import ClusterKind, HpmlConfig, config_from_dict
+from launcher import slurm
 from launcher.config_store import register_schemas
 from launcher.errors import one_line
-from launcher.jobspec import JobSpec, group_by_shape
+from launcher.jobspec import JobSpec, group_by_shape, jobspec_of
+from launcher.planner import CONFIG_FILE, Plan, start_plan
 from launcher.preflight import config_problems
-from launcher.planner import Plan, start_plan
-from launcher import slurm
 from launcher.scheduler_state import scheduler_states
 from launcher.status import FINISHED, PointState, point_states, progress_line, status_table
 from launcher.submission import cluster_kind, run_local
-from launcher.sweep_dir import MANIFEST, MANIFEST_VERSION, read_manifest, write_manifest
+from launcher.sweep_dir import (MANIFEST, MANIFEST_VERSION, RESULT_FILE, STATE_FILE, point_dir, read_manifest,
+                                write_manifest)
 
 
 class LaunchError(Exception):
@@ -122,10 +125,17 @@ def launch(argv: Sequence[str]) -> int:
     manifest = new_manifest(plan, argv)
     plan.write_configs()
     write_manifest(sweep_dir, manifest)
+    print(f"hpml: sweep {manifest['sweep']}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) "
+          f"-> {sweep_dir}")
+    return run_points(sweep_dir, manifest, specs, plan.points[0].config)
+
+
+def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig) -> int:
+    """Submits the points (local: runs them) and, unless sweep.wait=false on SLURM, waits for them."""
     name = manifest["sweep"]
-    print(f"hpml: sweep {name}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) -> {sweep_dir}")
-    settings = plan.points[0].config
-    if kind == ClusterKind.local:
+    manifest["launcher"] = {"host": socket.gethostname(), "pid": os.getpid()}
+    write_manifest(sweep_dir, manifest)
+    if settings.cluster.kind == ClusterKind.local:
         def record(spec: JobSpec, job_id: str, array: int) -> None:
             manifest["points"][spec.point]["job_id"] = job_id
             write_manifest(sweep_dir, manifest)
@@ -148,18 +158,18 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
     config = slurm.scontrol_config()
     submitted = slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config))
     manifest["slurm_version"] = slurm.slurm_version()
-    manifest["arrays"] = []
+    submissions = []  # one entry per sbatch (array), appended to by every launch and resume
     for item in submitted:
         entry = manifest["points"][item.spec.point]
         entry["job_id"], entry["array"] = item.job.job_id, item.array
         array_id = item.job.job_id.split("_")[0]
-        if not manifest["arrays"] or manifest["arrays"][-1]["job_id"] != array_id:
-            manifest["arrays"].append({"array": item.array, "job_id": array_id,
-                                       "shape": item.spec.shape.describe(), "points": []})
-        manifest["arrays"][-1]["points"].append(item.spec.point)
+        if not submissions or submissions[-1]["job_id"] != array_id:
+            submissions.append({"job_id": array_id, "shape": item.spec.shape.describe(), "points": []})
+        submissions[-1]["points"].append(item.spec.point)
+    manifest.setdefault("submissions", []).extend(submissions)
     write_manifest(sweep_dir, manifest)
     slurm.keep_sbatch_scripts(submitted)
-    ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in manifest["arrays"])
+    ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in submissions)
     print(f"hpml: submitted job array(s) {ids}")
 
 
@@ -167,9 +177,30 @@ def current_states(sweep_dir: Path) -> List[PointState]:
     """Point states, asking the scheduler (once, batched) when the sweep ran on SLURM."""
     manifest = read_manifest(sweep_dir)
     if manifest.get("cluster") != ClusterKind.slurm.value:
-        return point_states(sweep_dir)
+        return point_states(sweep_dir, local_jobs(manifest))
     jobs, _source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
     return point_states(sweep_dir, jobs if _source != "none" else None)
+
+
+def local_jobs(manifest: Dict) -> Optional[Dict[str, Dict[str, str]]]:
+    """Local jobs live as long as the `hpml launch` that runs them: once it is gone, a point that never
+    finished is lost (resume reruns it). None while the launch still runs (judge by the files)."""
+    launcher = manifest.get("launcher") or {}
+    if launcher.get("host") != socket.gethostname() or process_alive(launcher.get("pid")):
+        return None
+    return {}
+
+
+def process_alive(pid: Optional[int]) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float) -> None:
@@ -188,3 +219,42 @@ def show_status(sweep_dir: Path) -> int:
     print(progress_line(manifest["sweep"], states))
     print(status_table(states))
     return 0
+
+
+def resume(sweep_dir: Path) -> int:
+    """Resubmits the points that failed, were cancelled or lost, or never ran; completed points and their
+    results are never touched, and points still pending or running are left alone."""
+    sweep_dir = Path(sweep_dir).resolve()
+    manifest = read_manifest(sweep_dir)
+    states = current_states(sweep_dir)
+    rerun = [s for s in states if s.state not in ("completed", "pending", "running")]
+    busy = sum(s.state in ("pending", "running") for s in states)
+    if not rerun:
+        print(f"hpml: nothing to resume in {sweep_dir}: {len(states) - busy} completed, {busy} pending or running")
+        return 0
+    specs = [prepare_rerun(sweep_dir, manifest["points"][s.point]) for s in rerun]
+    settings = config_from_dict(yaml.safe_load((Path(specs[0].point_dir) / CONFIG_FILE).read_text()))
+    if settings.cluster.kind == ClusterKind.slurm:
+        problems = slurm.preflight(specs)
+        if problems:
+            raise LaunchError("\n".join(problems))
+    write_manifest(sweep_dir, manifest)
+    print(f"hpml: resuming {len(specs)} of {len(states)} point(s) of {manifest['sweep']}: "
+          f"{', '.join(str(s.point) for s in specs)}")
+    return run_points(sweep_dir, manifest, specs, settings)
+
+
+def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
+    """Moves the last attempt's files aside (points/<n>/attempts/<k>/) and rebuilds the point's JobSpec
+    from its config.yaml. The epoch checkpoint stays, so the rerun resumes from it."""
+    folder = point_dir(sweep_dir, entry["point"])
+    attempt = folder / "attempts" / str(len(entry.get("previous_job_ids", [])))
+    for name in (RESULT_FILE, STATE_FILE, "logs"):
+        if (folder / name).exists():
+            attempt.mkdir(parents=True, exist_ok=True)
+            (folder / name).rename(attempt / name)
+    if entry.get("job_id"):
+        entry.setdefault("previous_job_ids", []).append(entry["job_id"])
+    entry["job_id"] = None
+    config = config_from_dict(yaml.safe_load((folder / CONFIG_FILE).read_text()))
+    return jobspec_of(config, entry["point"], str(folder), entry["overrides"])

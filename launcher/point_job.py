@@ -59,6 +59,17 @@ class PointJob:
     def __init__(self, spec: JobSpec):
         self.spec = spec
 
+    def checkpoint(self, *args, **kwargs):
+        """submitit calls this on SIGUSR2 (time limit near, or preemption) and requeues what it returns:
+        the same point, whose workload resumes from its last epoch checkpoint."""
+        import submitit
+
+        if job_identity()["node"] == 0:
+            write_json_atomic(Path(self.spec.point_dir) / STATE_FILE,
+                              {"state": "requeued", "reason": "time limit or preemption signal",
+                               "at": utc_now(), **job_identity()})
+        return submitit.helpers.DelayedSubmission(PointJob(self.spec))
+
     def rendezvous(self) -> Optional[Rendezvous]:
         if self.spec.shape.nodes == 1:
             return None

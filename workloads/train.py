@@ -27,6 +27,7 @@ from workloads.common.distributed import DistContext, all_gather_objects, host_i
 from workloads.common.environment import describe_environment
 from workloads.common.result import build_result, utc_now, write_result
 from workloads.common.timing import StepClock, wall_s
+from workloads.common.checkpoint import CHECKPOINT_FILE, EpochCheckpoint
 from workloads.data import build_dataset
 
 EPOCH_METHOD = ("wall clock from a barrier at the epoch's start to the end of its last step (device "
@@ -81,7 +82,7 @@ def train_epoch(model, loader, optimizer, ctx: DistContext, clock: StepClock) ->
     return totals
 
 
-def train(cfg: TrainConfig, config: HpmlConfig, ctx: DistContext) -> EpochLog:
+def train(cfg: TrainConfig, config: HpmlConfig, ctx: DistContext, point_dir: Path) -> EpochLog:
     torch.manual_seed(config.sweep.seed)
     loader = build_loader(cfg, config, ctx)
     model = torchvision.models.get_model(cfg.model, num_classes=cfg.num_classes).to(ctx.device)
@@ -89,7 +90,11 @@ def train(cfg: TrainConfig, config: HpmlConfig, ctx: DistContext) -> EpochLog:
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
                                 weight_decay=cfg.weight_decay)
     log, clock = EpochLog(), StepClock(ctx.device)
-    for epoch in range(cfg.epochs):
+    checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
+    first_epoch = checkpoint.restore(model, optimizer, log, ctx.device) if checkpoint else 0
+    if first_epoch and ctx.is_main:
+        print(f"[rank 0] resumed from {checkpoint.path} after epoch {first_epoch}", flush=True)
+    for epoch in range(first_epoch, cfg.epochs):
         loader.sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
         clock.reset()
         dist.barrier()
@@ -106,6 +111,9 @@ def train(cfg: TrainConfig, config: HpmlConfig, ctx: DistContext) -> EpochLog:
         if ctx.is_main:
             print(f"[rank 0] epoch {epoch + 1}/{cfg.epochs}: {max(log.epoch_time_s_per_rank[-1]):.3f} s, "
                   f"loss {log.train_loss[-1]:.4f}, accuracy {log.train_accuracy[-1]:.4f}", flush=True)
+            if checkpoint:  # after the epoch's clock stopped: saving is not part of the epoch time
+                checkpoint.save(epoch + 1, model, optimizer, log)
+        dist.barrier()
     return log
 
 
@@ -154,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     clock_method = StepClock(ctx.device).method
     status, reason, body = "ok", None, {"measurements": {}, "derived": {}}
     try:
-        log = train(cfg, config, ctx)
+        log = train(cfg, config, ctx, point_dir)
         body = summarize(log, cfg, ctx.world_size, len(log.step_time_s[0]))
     except torch.OutOfMemoryError as error:
         status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
