@@ -10,7 +10,10 @@ This module imports neither Hydra nor OmegaConf so that workers can use it to re
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
+import typing
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
@@ -257,13 +260,15 @@ class AllreduceConfig(WorkloadConfig):
 WORKLOAD_SCHEMAS: Dict[str, type] = {"train": TrainConfig, "allreduce": AllreduceConfig}
 
 
+@functools.lru_cache(maxsize=None)
+def _fields_of(schema: type) -> tuple:
+    """(type hints, field names) of a schema; cached: get_type_hints is slow and a sweep builds many."""
+    return typing.get_type_hints(schema), frozenset(f.name for f in dataclasses.fields(schema))
+
+
 def _build(schema: type, values: Dict[str, Any], path: str) -> Any:
     """A dataclass of `schema` from plain values (YAML/JSON), converting enums and nested dataclasses."""
-    import dataclasses
-    import typing
-
-    hints = typing.get_type_hints(schema)
-    names = {f.name for f in dataclasses.fields(schema)}
+    hints, names = _fields_of(schema)
     unknown = sorted(set(values) - names)
     if unknown:
         raise ConfigValueError(f"unknown key '{path}{unknown[0]}'; allowed keys: {', '.join(sorted(names))}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Sequence
 
@@ -11,9 +12,24 @@ CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batch
 
 
 def torchvision_models() -> set:
+    """Classification model names of the installed torchvision. Importing torchvision takes seconds, so
+    the list is cached per torchvision version (~/.cache/hpml/), keeping a launch fast."""
+    from importlib.metadata import version
+
+    cache = Path.home() / ".cache" / "hpml" / f"torchvision-{version('torchvision')}-models.json"
+    try:
+        return set(json.loads(cache.read_text()))
+    except (OSError, ValueError):
+        pass
     import torchvision
 
-    return set(torchvision.models.list_models(module=torchvision.models))
+    names = sorted(torchvision.models.list_models(module=torchvision.models))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(names))
+    except OSError:  # a read-only home only costs the next launch the import
+        pass
+    return set(names)
 
 
 def data_problem(cfg: TrainConfig) -> str | None:

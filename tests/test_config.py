@@ -64,7 +64,7 @@ def test_strong_scaling_needs_a_global_batch_divisible_by_the_workers(compose_va
     ("workload.lrr=0.1", "hpml: error: unknown key 'workload.lrr'; allowed keys: name, model,"),
     ("workload.backend=ncl", "hpml: error: workload.backend: Invalid value 'ncl', expected one of [auto, gloo, nccl]"),
     ("workload.epochs=abc", "hpml: error: workload.epochs: Value 'abc' of type 'str' could not be converted to Integer"),
-    ("workload=nope", "hpml: error: no config 'workload/nope'; available options: train"),
+    ("workload=nope", "hpml: error: no config 'workload/nope'; available options: "),
     ("resources.nodes=0", "hpml: error: resources.nodes=0 is not allowed: an integer >= 1"),
     ("workload.model=resnet19", "hpml: error: workload.model=resnet19: not a torchvision classification model"),
     ("workload.dataset=cifar10", "hpml: error: workload.data_root=None is not allowed"),
