@@ -12,7 +12,7 @@ USAGE = """usage: hpml <command> [args]
 commands:
   launch [overrides...]   compose a Hydra sweep (-m/--multirun, config groups, --cfg job) and run it
   status DIR              each point's state in a sweep directory
-  resume DIR              resubmit the points that failed, were cancelled or never ran
+  resume DIR [--no-wait]  resubmit the points that failed, were cancelled or never ran
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR
 """
 
@@ -40,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             parser = argparse.ArgumentParser(prog="hpml resume")
             parser.add_argument("sweep_dir", type=Path)
-            return resume(parser.parse_args(rest).sweep_dir)
+            parser.add_argument("--no-wait", action="store_true", help="return right after submitting (SLURM)")
+            args = parser.parse_args(rest)
+            return resume(args.sweep_dir, wait=not args.no_wait)
         if command == "report":
             from analysis.report import main as report_main
 

@@ -221,7 +221,7 @@ def show_status(sweep_dir: Path) -> int:
     return 0
 
 
-def resume(sweep_dir: Path) -> int:
+def resume(sweep_dir: Path, wait: bool = True) -> int:
     """Resubmits the points that failed, were cancelled or lost, or never ran; completed points and their
     results are never touched, and points still pending or running are left alone."""
     sweep_dir = Path(sweep_dir).resolve()
@@ -234,6 +234,7 @@ def resume(sweep_dir: Path) -> int:
         return 0
     specs = [prepare_rerun(sweep_dir, manifest["points"][s.point]) for s in rerun]
     settings = config_from_dict(yaml.safe_load((Path(specs[0].point_dir) / CONFIG_FILE).read_text()))
+    settings.sweep.wait = wait
     if settings.cluster.kind == ClusterKind.slurm:
         problems = slurm.preflight(specs)
         if problems:

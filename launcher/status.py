@@ -28,15 +28,17 @@ class PointState:
 
 
 def state_from_files(folder: Path) -> tuple[str, Optional[str]] | None:
-    """The state the point's own files prove, or None if they prove nothing yet."""
-    result = read_json(folder / RESULT_FILE)
-    if result is not None and result.get("status") == "ok":
-        return "completed", None
+    """The state the point's own files prove, or None if they prove nothing yet.
+
+    The job's state.json has the last word: a result is written before the job ends, so a point is only
+    completed once its job says so (or when it left a result and no job record at all)."""
     state = read_json(folder / STATE_FILE)
     if state is not None and state.get("state") in FINISHED + ("running",):
         return state["state"], state.get("reason")
-    if result is not None:  # the workload wrote a failure but the job has not recorded its end yet
-        return result.get("status", "failed"), result.get("reason")
+    result = read_json(folder / RESULT_FILE)
+    if result is not None:
+        return ("completed", None) if result.get("status") == "ok" else \
+            (result.get("status", "failed"), result.get("reason"))
     return None
 
 

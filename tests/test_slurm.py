@@ -1,0 +1,211 @@
+"""cluster=slurm against a real SLURM: the 2-node localhost cluster of tests/slurm/cluster.sh.
+
+Every test here submits real jobs with sbatch (through submitit) and reads sacct/squeue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+SMALL = ["workload.epochs=2", "workload.synthetic_samples=128", "workload.batch_size=32"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def slurm_cluster():
+    """The cluster must be up (tests/run.sh brings it up); fail with what to do if it is not."""
+    state = Path(os.environ.get("HPML_SLURM_DIR", "/tmp/hpml-slurm"))
+    if "SLURM_CONF" not in os.environ and (state / "slurm.conf").exists():
+        os.environ["SLURM_CONF"] = str(state / "slurm.conf")
+    done = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True) \
+        if shutil.which("sinfo") else None
+    if done is None or done.returncode != 0 or "n1" not in done.stdout:
+        pytest.fail("the SLURM test cluster is not up: run `bash tests/slurm/cluster.sh up` as root "
+                    "(or the whole suite with `bash tests/run.sh`); `pytest -m 'not slurm'` skips these tests",
+                    pytrace=False)
+    return state
+
+
+def sweep_dir_of(root: Path) -> Path:
+    (found,) = list((root / "sweeps").iterdir())
+    return found
+
+
+def manifest_of(sweep: Path) -> dict:
+    return json.loads((sweep / "manifest.json").read_text())
+
+
+def sacct_state(job_id: str) -> str:
+    for _ in range(30):  # accounting learns of a job's end a moment after it ends
+        out = subprocess.run(["sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", job_id.split("_")[0]],
+                             capture_output=True, text=True).stdout
+        states = dict(line.split("|")[:2] for line in out.splitlines() if "|" in line)
+        if job_id in states and states[job_id] not in ("PENDING", "RUNNING", "COMPLETING"):
+            return states[job_id]
+        time.sleep(1)
+    return states.get(job_id, "?")
+
+
+def wait_until(predicate, timeout_s: float, what: str):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def test_preflight_refuses_what_the_cluster_cannot_run_before_queueing(hpml, tmp_path):
+    before = subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout
+    done = hpml("launch", "-m", "cluster=slurm", "cluster.partition=nope,short", "resources.gpus_per_node=4",
+                "resources.workers_per_node=1", "resources.nodes=3", "resources.time_min=10")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines == [
+        "hpml: error: cluster.partition=nope: no such partition (available: debug, short)",
+        "hpml: error: resources.nodes=3: partition short has 1 node(s)",
+        "hpml: error: resources.gpus_per_node=4: nodes of partition short have at most 2 GPU(s)",
+        "hpml: error: resources.time_min=10: partition short allows at most 5 minutes (MaxTime)",
+    ], done.stderr
+    assert subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout == before
+    assert not list(tmp_path.glob("sweeps/*/manifest.json"))
+
+
+def test_no_config_value_reaches_the_job_script_as_shell(hpml):
+    done = hpml("launch", "cluster=slurm", "cluster.partition='debug\ntouch /tmp/hpml-injected'")
+    assert done.returncode == 2
+    assert "cluster.partition='debug\\ntouch /tmp/hpml-injected' is not allowed: a single line" in done.stderr
+
+
+def test_two_node_ddp_runs_one_torchrun_per_node(hpml, tmp_path):
+    done = hpml("launch", "-m", "cluster=slurm", *SMALL, "resources.nodes=2", "resources.workers_per_node=1,2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = sweep_dir_of(tmp_path)
+    manifest = manifest_of(sweep)
+    assert "22.05" in manifest["slurm_version"]  # `sinfo --version` of the test cluster
+    for entry, workers in zip(manifest["points"], (1, 2)):
+        folder = sweep / "points" / str(entry["point"])
+        result = json.loads((folder / "result.json").read_text())
+        env = result["environment"]
+        assert env["world_size"] == 2 * workers
+        assert sorted({r["slurm_node"] for r in env["ranks"]}) == ["n1", "n2"]
+        assert [r["rank"] for r in env["ranks"]] == list(range(2 * workers))
+        assert env["env"]["SLURM_JOB_NODELIST"] == "n[1-2]"
+        state = json.loads((folder / "state.json").read_text())
+        assert state["state"] == "completed" and state["slurm_job_nodelist"] == "n[1-2]"
+        script = (folder / "sbatch.sh").read_text()
+        assert "#SBATCH --nodes=2" in script and "#SBATCH --ntasks-per-node=1" in script
+        assert (folder / "logs" / "torchrun.node1.out").exists()  # the second node ran its own torchrun
+        assert sacct_state(entry["job_id"]) == "COMPLETED"
+
+
+def test_gpus_per_node_is_requested_as_gres_and_slurm_sets_cuda_visible_devices(hpml, tmp_path):
+    done = hpml("launch", "cluster=slurm", *SMALL, "resources.gpus_per_node=2", "resources.workers_per_node=1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = sweep_dir_of(tmp_path) / "points" / "0"
+    assert "#SBATCH --gpus-per-node=2" in (folder / "sbatch.sh").read_text()
+    result = json.loads((folder / "result.json").read_text())
+    assert result["environment"]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"  # set by SLURM, not by hpml
+    assert result["environment"]["device"] == "cpu"  # the test cluster's "GPUs" are not CUDA devices
+
+
+def test_a_failing_workload_is_a_failed_slurm_job_with_its_reason(hpml, tmp_path):
+    done = hpml("launch", "-m", "cluster=slurm", "workload.epochs=2", "workload.synthetic_samples=8",
+                "workload.batch_size=4,32")
+    assert done.returncode == 1
+    sweep = sweep_dir_of(tmp_path)
+    ok_job, bad_job = (p["job_id"] for p in manifest_of(sweep)["points"])
+    assert sacct_state(ok_job) == "COMPLETED"
+    assert sacct_state(bad_job) == "FAILED"
+    status = hpml("status", str(sweep))
+    assert "completed" in status.stdout and "failed" in status.stdout
+    assert "no full batch per worker" in status.stdout
+
+
+def test_status_without_sacct_uses_squeue_and_the_sweeps_files(hpml, tmp_path):
+    done = hpml("launch", "-m", "cluster=slurm", "workload.epochs=2", "workload.synthetic_samples=8",
+                "workload.batch_size=4,32")
+    assert done.returncode == 1
+    sweep = sweep_dir_of(tmp_path)
+    no_sacct = tmp_path / "bin"
+    no_sacct.mkdir()
+    for tool in ("squeue", "scontrol", "sinfo"):
+        (no_sacct / tool).symlink_to(shutil.which(tool))
+    path = f"{no_sacct}:{os.path.dirname(os.path.realpath(shutil.which('python3')))}"
+    status = hpml("status", str(sweep), env={"PATH": path})
+    assert status.returncode == 0, status.stderr
+    lines = [line.split()[:2] for line in status.stdout.splitlines()[2:] if line[:1].isdigit()]
+    assert lines == [["0", "completed"], ["1", "failed"]]
+
+
+def test_arrays_are_split_to_max_array_size_and_keep_point_numbers(hpml, tmp_path):
+    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", "cluster.partition=short",
+                "resources.time_min=1", "workload.lr=range(1,151)")
+    try:
+        assert done.returncode == 0, done.stderr
+        manifest = manifest_of(sweep_dir_of(tmp_path))
+        sizes = [len(s["points"]) for s in manifest["submissions"]]
+        assert sizes == [101, 49]  # MaxArraySize=101 on the test cluster
+        first, second = (s["job_id"] for s in manifest["submissions"])
+        ids = [p["job_id"] for p in manifest["points"]]
+        assert ids[:101] == [f"{first}_{i}" for i in range(101)]
+        assert ids[101:] == [f"{second}_{i}" for i in range(49)]
+        assert manifest["submissions"][1]["points"] == list(range(101, 150))
+    finally:
+        subprocess.run(["scancel", *(s["job_id"] for s in manifest_of(sweep_dir_of(tmp_path))["submissions"])])
+
+
+def test_cancelled_points_are_resumed_and_finished_results_are_untouched(hpml, tmp_path):
+    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", "cluster.max_parallel=1", *SMALL,
+                "workload.lr=0.01,0.02,0.03")
+    assert done.returncode == 0, done.stderr
+    sweep = sweep_dir_of(tmp_path)
+    jobs = [p["job_id"] for p in manifest_of(sweep)["points"]]
+    wait_until(lambda: (sweep / "points/0/result.json").exists(), 180, "point 0's result")
+    subprocess.run(["scancel", jobs[1], jobs[2]], check=True)  # cancel the rest of the array
+    wait_until(lambda: hpml("status", str(sweep)).stdout.count("cancelled") == 2, 90, "the cancellation")
+    wait_until(lambda: "0      completed" in hpml("status", str(sweep)).stdout, 60, "point 0's job to end")
+    finished = (sweep / "points/0/result.json").read_bytes()
+    finished_mtime = (sweep / "points/0/result.json").stat().st_mtime_ns
+
+    resumed = hpml("resume", str(sweep))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resuming 2 of 3 point(s)" in resumed.stdout
+    manifest = manifest_of(sweep)
+    assert manifest["points"][0]["job_id"] == jobs[0]  # not resubmitted
+    assert manifest["points"][1]["previous_job_ids"] == [jobs[1]]
+    assert hashlib.sha256((sweep / "points/0/result.json").read_bytes()).digest() == \
+        hashlib.sha256(finished).digest()
+    assert (sweep / "points/0/result.json").stat().st_mtime_ns == finished_mtime
+    assert all(json.loads((sweep / f"points/{i}/result.json").read_text())["status"] == "ok" for i in range(3))
+    assert hpml("resume", str(sweep)).stdout.startswith("hpml: nothing to resume")
+
+
+def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpml, hpml_in, tmp_path):
+    """time_min=1: SLURM signals USR2 before the limit, submitit requeues the point, and the workload
+    continues from its last epoch checkpoint. SLURM holds a requeued job ~2 minutes (BeginTime)."""
+    slow = ["workload.epochs=10", "workload.synthetic_samples=512", "workload.batch_size=32"]
+    done = hpml("launch", "cluster=slurm", "resources.time_min=1", *slow, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = sweep_dir_of(tmp_path)
+    log = (sweep / "points/0/logs/torchrun.node0.out").read_text()
+    assert "resumed from" in log, log  # it really was interrupted and resumed
+    interrupted = json.loads((sweep / "points/0/result.json").read_text())
+
+    reference_root = tmp_path / "reference"
+    reference_root.mkdir()
+    reference_run = hpml_in(reference_root, "launch", *slow)  # the same point, locally, uninterrupted
+    assert reference_run.returncode == 0, reference_run.stderr
+    reference = json.loads(next(reference_root.glob("sweeps/*/points/0/result.json")).read_text())
+    for key in ("train_loss", "train_accuracy", "steps_per_epoch", "global_batch"):
+        assert interrupted["measurements"][key] == reference["measurements"][key], key
+    assert len(interrupted["measurements"]["epoch_time_s"]) == 10
