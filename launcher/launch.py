@@ -94,6 +94,18 @@ def check_new_sweep_dir(plan: Plan) -> Path:
     return sweep_dir
 
 
+def point_latest_at(sweep_dir: Path) -> None:
+    """<sweep root>/latest -> the newest sweep, so `hpml report sweeps/latest` needs no timestamp."""
+    latest = sweep_dir.parent / "latest"
+    try:
+        if latest.is_symlink():
+            latest.unlink()
+        if not latest.exists():
+            latest.symlink_to(sweep_dir.name)
+    except OSError:  # a file system without symlinks only loses the shortcut
+        pass
+
+
 class ProgressPrinter:
     """Prints the progress line whenever it changes (no spinner: logs stay readable under SLURM)."""
 
@@ -125,6 +137,7 @@ def launch(argv: Sequence[str]) -> int:
     manifest = new_manifest(plan, argv)
     plan.write_configs()
     write_manifest(sweep_dir, manifest)
+    point_latest_at(sweep_dir)
     print(f"hpml: sweep {manifest['sweep']}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) "
           f"-> {sweep_dir}")
     return run_points(sweep_dir, manifest, specs, plan.points[0].config)

@@ -11,7 +11,7 @@ import pytest
 
 
 def only_sweep_dir(root: Path) -> Path:
-    dirs = list((root / "sweeps").iterdir())
+    dirs = [d for d in (root / "sweeps").iterdir() if d.name != "latest"]
     assert len(dirs) == 1, dirs
     return dirs[0]
 
@@ -77,3 +77,20 @@ def test_a_failing_point_is_failed_with_its_reason(hpml, tmp_path):
     assert result["status"] == "failed" and "no full batch per worker" in result["reason"]
     status = hpml("status", str(sweep))
     assert "failed" in status.stdout and "no full batch per worker" in status.stdout
+
+
+def test_quickstart_report_speedup_is_the_ratio_of_the_raw_epoch_times(quickstart, hpml):
+    sweep, _ = quickstart
+    done = hpml("report", str(sweep))
+    assert done.returncode == 0, done.stderr
+    assert "weak scaling" in done.stdout.lower()
+    raw = {}
+    for point in (0, 1):
+        result = json.loads((sweep / "points" / str(point) / "result.json").read_text())
+        raw[result["environment"]["world_size"]] = statistics.fmean(result["measurements"]["epoch_time_s"][1:])
+    with open(sweep / "report" / "scaling.csv") as f:
+        rows = {int(row["world_size"]): row for row in csv.DictReader(f)}
+    assert float(rows[1]["speedup"]) == pytest.approx(1.0)
+    assert float(rows[2]["speedup"]) == pytest.approx(raw[1] / raw[2], rel=1e-9)
+    assert float(rows[2]["epoch_time_mean_s"]) == pytest.approx(raw[2], rel=1e-9)
+    assert int(rows[2]["baseline_world_size"]) == 1

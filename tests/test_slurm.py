@@ -36,7 +36,7 @@ def slurm_cluster():
 
 
 def sweep_dir_of(root: Path) -> Path:
-    (found,) = list((root / "sweeps").iterdir())
+    (found,) = [d for d in (root / "sweeps").iterdir() if d.name != "latest"]
     return found
 
 
@@ -209,3 +209,16 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpm
     for key in ("train_loss", "train_accuracy", "steps_per_epoch", "global_batch"):
         assert interrupted["measurements"][key] == reference["measurements"][key], key
     assert len(interrupted["measurements"]["epoch_time_s"]) == 10
+
+
+def test_submitting_1000_points_takes_under_10_s(hpml, tmp_path):
+    hpml("launch", "--cfg", "job")  # caches torchvision's model names, as any earlier launch would have
+    start = time.perf_counter()
+    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", "cluster.partition=short",
+                "resources.time_min=1", "workload.lr=range(1,1001)")
+    elapsed = time.perf_counter() - start
+    manifest = manifest_of(sweep_dir_of(tmp_path))
+    subprocess.run(["scancel", *(s["job_id"] for s in manifest["submissions"])])
+    assert done.returncode == 0, done.stderr
+    assert sum(1 for p in manifest["points"] if p["job_id"]) == 1000
+    assert elapsed < 10, f"{elapsed:.1f} s"
