@@ -12,13 +12,14 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
 from analysis.render import report_markdown, write_csv
 from analysis.results import LoadedResults, load_results
 from analysis.scaling import is_tabulated, runs_frame, scaling_table
+from analysis.train_report import StudyReport, build_study, study_markdown, write_study
 
 REPORT_MD = "report.md"
 SCALING_CSV = "scaling.csv"
@@ -35,6 +36,7 @@ class Report:
     table: pd.DataFrame  # the scaling table (analysis.scaling.SCALING_COLUMNS)
     untabulated: List[Dict[str, Any]]  # results read but in no table (not ok, or no scaling table)
     markdown: str
+    study: Optional[StudyReport] = None  # the batch size x devices study's tables, when results have them
 
 
 def build_report(root: str | Path) -> Report:
@@ -50,14 +52,25 @@ def build_report(root: str | Path) -> Report:
     table = scaling_table(runs)
     untabulated = [row for row in loaded.rows if not is_tabulated(row)]
     markdown = report_markdown(str(root), table, untabulated, loaded.problems)
-    return Report(loaded=loaded, runs=runs, table=table, untabulated=untabulated, markdown=markdown)
+    return with_batch_gpu_study(Report(loaded=loaded, runs=runs, table=table, untabulated=untabulated,
+                                       markdown=markdown))
+
+
+def with_batch_gpu_study(report: Report) -> Report:
+    """Adds the batch size x devices study (analysis.train_report: time, phase, comm, bandwidth,
+    large-batch tables as Markdown/CSV/LaTeX, speedup.png) when train results carry its measurements."""
+    report.study = build_study(report.loaded.rows)
+    if not report.study.empty:
+        report.markdown += "\n" + study_markdown(report.study)
+    return report
 
 
 def write_report(report: Report, out_dir: Path) -> List[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path = out_dir / REPORT_MD
     md_path.write_text(report.markdown)
-    return [md_path, write_csv(report.table, out_dir / SCALING_CSV)]
+    study_files = write_study(report.study, out_dir) if report.study else []
+    return [md_path, write_csv(report.table, out_dir / SCALING_CSV)] + study_files
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

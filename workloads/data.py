@@ -1,11 +1,16 @@
 """Training data: synthetic images, torchvision's CIFAR-10 from a local root, or an ImageFolder.
 
 Nothing is ever downloaded: a missing data set is an error that says where it was looked for.
+`dataset=auto` takes CIFAR-10 when data_root holds it and synthetic data of the configured shape otherwise;
+`resolve_dataset` says which, and the train workload records it in its result (measurements.dataset).
+`dataset=synthetic_device` makes a few random batches once, on the training device (`DeviceBatches`):
+no loader and no host-to-device copy, for compute benchmarks.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator, List, Optional, Tuple
 
 import torch
 from torch.utils.data import Dataset
@@ -15,6 +20,51 @@ from conf.schema import TrainConfig
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
+CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
+
+
+def cifar10_on_disk(root: Optional[str]) -> bool:
+    """Whether root holds torchvision's CIFAR-10 python files (root/cifar-10-batches-py/...)."""
+    if not root:
+        return False
+    folder = Path(root) / "cifar-10-batches-py"
+    return all((folder / name).is_file() for name in CIFAR10_FILES)
+
+
+def resolve_dataset(cfg: TrainConfig) -> Tuple[DatasetKind, Optional[str]]:
+    """The data set this run really uses, and a note when it is not the one a reader would assume."""
+    if cfg.dataset != DatasetKind.auto:
+        return cfg.dataset, None
+    if cifar10_on_disk(cfg.data_root):
+        return DatasetKind.cifar10, None
+    return DatasetKind.synthetic, (f"workload.dataset=auto found no CIFAR-10 under data_root={cfg.data_root!r}: "
+                                   f"synthetic data of the same shape (3x{cfg.image_size}x{cfg.image_size}, "
+                                   f"{cfg.num_classes} classes, {cfg.synthetic_samples} samples) was used; "
+                                   "times are comparable, losses and accuracies are not")
+
+
+class DeviceBatches:
+    """`steps` batches per epoch, cycled from a small pool made once on `device` (random images, random
+    labels). Iterating yields (images, labels) already on the device, so the loop's data and copy
+    phases are near zero: what is timed is the model."""
+
+    POOL = 2
+
+    def __init__(self, steps: int, batch: int, num_classes: int, image_size: int, device: torch.device,
+                 seed: int, memory_format: torch.memory_format = torch.contiguous_format):
+        gen = torch.Generator().manual_seed(seed)
+        self.steps = steps
+        self.pool: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        for _ in range(min(steps, self.POOL)):
+            images = torch.randn(batch, 3, image_size, image_size, generator=gen)
+            labels = torch.randint(0, num_classes, (batch,), generator=gen)
+            self.pool.append((images.to(device).contiguous(memory_format=memory_format), labels.to(device)))
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        return (self.pool[i % len(self.pool)] for i in range(self.steps))
 
 
 class SyntheticImages(Dataset):
@@ -37,13 +87,15 @@ class SyntheticImages(Dataset):
         return self.images[index % len(self.images)], self.labels[index]
 
 
-def build_dataset(cfg: TrainConfig, seed: int) -> Dataset:
-    if cfg.dataset == DatasetKind.synthetic:
+def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = None) -> Dataset:
+    """The data set of `kind` (default: the configured one; pass resolve_dataset's for dataset=auto)."""
+    kind = kind or cfg.dataset
+    if kind in (DatasetKind.synthetic, DatasetKind.synthetic_device):
         return SyntheticImages(cfg.synthetic_samples, cfg.num_classes, cfg.image_size, seed)
     import torchvision.transforms as T  # only the real data sets need torchvision's transforms
 
     normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
-    if cfg.dataset == DatasetKind.cifar10:
+    if kind == DatasetKind.cifar10:
         from torchvision.datasets import CIFAR10  # raises "Dataset not found" if data_root lacks it
 
         transform = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(), normalize])

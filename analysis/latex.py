@@ -1,0 +1,35 @@
+"""LaTeX tables (booktabs) from the same display rows as the Markdown tables. Formatting only.
+
+    latex_table(["N", "time [s]"], [[1, "4.000 ± 0.000"]], caption="...", label="tab:time")
+
+Cells are escaped for LaTeX (& % $ # _ { } ~ ^ \\), and "±" becomes $\\pm$, so a cell's text is what the
+reader of the Markdown table sees. Needs \\usepackage{booktabs} in the document.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+_ESCAPES = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+_SYMBOLS = {"±": r"$\pm$", "×": r"$\times$", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$"}
+
+
+def escape(text: Any) -> str:
+    out = "".join(_ESCAPES.get(c, c) for c in str(text))
+    for symbol, command in _SYMBOLS.items():
+        out = out.replace(symbol, command)
+    return out
+
+
+def latex_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str, label: str) -> str:
+    rows = list(rows)
+    spec = "l" + "r" * (len(headers) - 1)
+    lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{escape(caption)}}}", rf"\label{{{label}}}",
+             rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(escape(h) for h in headers) + r" \\",
+             r"\midrule"]
+    lines += [" & ".join(escape(cell) for cell in row) + r" \\" for row in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"

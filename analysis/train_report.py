@@ -1,0 +1,274 @@
+"""The batch size x GPU count study's part of `hpml report`: Markdown sections, and per table a CSV (full
+precision, analysis.train_tables' columns) and a LaTeX file (the Markdown's rounded cells), plus
+speedup.png. Formatting only: every number comes from analysis.train_tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+
+import pandas as pd
+
+from analysis import train_tables as tt
+from analysis.latex import latex_table
+from analysis.train_plots import speedup_png
+
+SCALING_LINES = {
+    "weak": "weak scaling (per-device batch fixed, the data set per epoch fixed: N devices share it)",
+    "strong": "strong scaling (global batch fixed, split over the devices)",
+}
+EFFICIENCY = {"weak": "efficiency (step time t_base / t_N)", "strong": "efficiency (speedup / (N / N_base))"}
+
+
+@dataclass
+class Section:
+    """One table: its name (file stem), title, the lines before it, and its display rows."""
+
+    name: str
+    title: str
+    intro: List[str]
+    headers: List[str]
+    rows: List[List[Any]]
+    frame: pd.DataFrame  # the CSV
+
+
+@dataclass
+class StudyReport:
+    sections: List[Section] = field(default_factory=list)
+    time: pd.DataFrame = field(default_factory=pd.DataFrame)
+    labels: Dict[str, str] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.sections
+
+
+def _ms(seconds: float) -> str:
+    return "—" if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)) else f"{seconds * 1e3:.2f}"
+
+
+def _num(value: Any, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "—"
+    return format(value, fmt)
+
+
+def _mean_std(mean: float, std: float, n: int, fmt: str = ".3f") -> str:
+    return f"{mean:{fmt}} ± {std:{fmt}} (n={n})"
+
+
+def group_labels(runs: List[Dict[str, Any]]) -> Dict[str, str]:
+    """For each study group, the config items that differ from the other groups of its sweep."""
+    labels: Dict[str, str] = {}
+    by_sweep: Dict[str, List[str]] = {}
+    for run in runs:
+        by_sweep.setdefault(run["sweep"], []).append(run["group_key"])
+    for sweep, keys in by_sweep.items():
+        parsed = {key: json.loads(key) for key in dict.fromkeys(keys)}
+        names = sorted({name for items in parsed.values() for name in items})
+        varying = [n for n in names if len({json.dumps(items.get(n)) for items in parsed.values()}) > 1]
+        for key, items in parsed.items():
+            labels[key] = " ".join(f"{n.removeprefix('workload.')}={items.get(n)}" for n in varying)
+    return labels
+
+
+def _groups(frame: pd.DataFrame) -> List[Tuple[Tuple[str, str], pd.DataFrame]]:
+    return list(frame.groupby(["sweep", "group_key"], sort=True))
+
+
+def time_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    sections = []
+    for (sweep, key), rows in _groups(table):
+        first = rows.iloc[0]
+        fixed = "per-device batch" if first["scaling"] == "weak" else "global batch"
+        intro = [f"{SCALING_LINES[first['scaling']]}; baseline: for each {fixed}, its smallest N "
+                 f"(N = {int(rows['baseline_devices'].min()) if rows['baseline_devices'].notna().any() else '—'}), "
+                 f"same parallel mode ({first['parallel']}) and configuration. Speedup = t_base / t_N of the "
+                 "epoch time; never across batch sizes. Epoch times: mean ± sample std (ddof=1) of the timed "
+                 "epochs pooled over repeats (n), epoch 1 dropped; total = wall clock (slowest rank), "
+                 "train = h2d + forward + backward + optimizer (data loading excluded)."]
+        headers = ["per-device batch", "N", "global batch", "runs", "total epoch [s]", "train epoch [s]",
+                   "throughput [samples/s]", "speedup (total)", "speedup (train)", EFFICIENCY[first["scaling"]]]
+        body = []
+        for _, r in rows.iterrows():
+            if not r["fits"]:
+                body.append([r["per_device_batch"], r["devices"], r["global_batch"], f"0 ({r['oom_runs']} oom)",
+                             "does not fit (out of memory)", "—", "—", "—", "—", "—"])
+                continue
+            body.append([r["per_device_batch"], r["devices"], r["global_batch"], r["runs"],
+                         _mean_std(r["total_epoch_mean_s"], r["total_epoch_std_s"], r["n"]),
+                         _mean_std(r["train_epoch_mean_s"], r["train_epoch_std_s"], r["n"]),
+                         f"{r['samples_per_s']:.1f}", _num(r["speedup"], ".2f"), _num(r["train_speedup"], ".2f"),
+                         _num(r["efficiency"] * 100, ".1f") + " %"])
+        name = f"{sweep} · {first['parallel']} · {first['model']} · {first['precision']}"
+        sections.append(Section("train_time", f"Epoch time and speedup: {name} {labels.get(key, '')}".rstrip(),
+                                intro, headers, body, rows))
+    return sections
+
+
+def phase_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    sections = []
+    for (sweep, key), rows in _groups(table):
+        intro = ["Mean time per step of each phase, rank 0, timed epochs (n steps, repeats pooled); data is "
+                 "host time around next(loader), the others device time between CUDA events (GPU) or "
+                 "perf_counter (CPU). train step = h2d + forward + backward + optimizer."]
+        headers = ["per-device batch", "N", "steps (n)"] + [f"{p} [ms]" for p in tt.PHASES] + \
+            ["train step [ms]", "train epoch [s]", "total epoch [s]"]
+        body = [[r["per_device_batch"], r["devices"], r["step_n"]] + [_ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
+                + [_ms(r["train_step_mean_s"]), f"{r['train_epoch_mean_s']:.3f}", f"{r['total_epoch_mean_s']:.3f}"]
+                for _, r in rows.iterrows()]
+        parallel = rows.iloc[0]["parallel"]
+        sections.append(Section("train_phases", f"Where a step's time goes: {sweep} · {parallel} "
+                                f"{labels.get(key, '')}".rstrip(), intro, headers, body, rows))
+    return sections
+
+
+def comm_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    sections = []
+    for (sweep, key), rows in _groups(table):
+        intro = ["DDP compute vs communication, measured after training on one batch on the device: "
+                 "forward+backward steps under no_sync() (compute only) and synced, alternating blocks. "
+                 "Step times: median [min, max] (n steps, repeats pooled). Exposed comm = median synced - "
+                 "median no_sync (communication backward did not hide); per epoch = × steps per epoch. "
+                 "NCCL kernel time: torch.profiler, kernels named *nccl*, per step (GPU only; overlapped or not)."]
+        headers = ["per-device batch", "N", "steps/epoch", "compute step [ms]", "synced step [ms]",
+                   "exposed comm/step [ms]", "compute/epoch [s]", "exposed comm/epoch [s]", "comm share",
+                   "NCCL kernels/step [ms]", "NCCL kernels/epoch [s]"]
+        body = [[r["per_device_batch"], r["devices"], r["steps_per_epoch"],
+                 f"{_ms(r['compute_step_median_s'])} [{_ms(r['compute_step_min_s'])}, {_ms(r['compute_step_max_s'])}] "
+                 f"(n={r['probe_n']})",
+                 f"{_ms(r['synced_step_median_s'])} [{_ms(r['synced_step_min_s'])}, {_ms(r['synced_step_max_s'])}] "
+                 f"(n={r['probe_n']})",
+                 _ms(r["exposed_comm_step_s"]), f"{r['compute_epoch_s']:.3f}", f"{r['exposed_comm_epoch_s']:.3f}",
+                 f"{r['exposed_comm_share'] * 100:.1f} %", _ms(r["nccl_kernel_step_s"]),
+                 _num(r["nccl_kernel_epoch_s"], ".3f")] for _, r in rows.iterrows()]
+        sections.append(Section("train_comm", f"Compute vs communication: {sweep} {labels.get(key, '')}".rstrip(),
+                                intro, headers, body, rows))
+    return sections
+
+
+def bandwidth_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    if table.empty:
+        return []
+    intro = ["Gradient all-reduce per step (Patarasuk & Yuan ring): S = gradient bytes; ring model "
+             "T = 2(N-1)/N · S / B at the link's per-direction peak B (conf/hardware, latency term left out); "
+             "busbw = 2(N-1)/N · S / T_measured; utilization = busbw / peak. T_measured is the NCCL kernel "
+             "time per step when profiled, else the exposed comm time (a lower bound, so busbw and utilization "
+             "are then upper bounds). GB = 1e9 bytes."]
+    headers = ["study", "per-device batch", "N", "gradient [MB]", "link", "peak [GB/s]", "ring model [ms]",
+               "measured [ms]", "measured from", "busbw [GB/s]", "utilization"]
+    body = [[f"{r['sweep']} {labels.get(r['group_key'], '')}".rstrip(), r["per_device_batch"], r["devices"],
+             f"{r['gradient_bytes'] / 1e6:.1f}", r["link"], _num(r["link_peak_GBps"], ".0f"), _ms(r["ring_model_s"]),
+             _ms(r["measured_s"]), r["measured_from"], _num(r["busbw_GBps"], ".2f"),
+             _num(r["utilization"] * 100 if r["utilization"] == r["utilization"] else math.nan, ".1f") + " %"]
+            for _, r in table.iterrows()]
+    return [Section("train_bandwidth", "Bandwidth utilization of the gradient all-reduce", intro, headers, body,
+                    table)]
+
+
+def large_batch_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    if table.empty:
+        return []
+    intro = [f"Training loss and accuracy of epoch {tt.LARGE_BATCH_EPOCH} (the `epoch` column says which epoch a "
+             "shorter run shows): mean ± sample std over the runs (repeats). lr target = lr × global batch / "
+             "lr_base_batch when lr_scaling=linear (Goyal et al.); warm-up rises linearly per step from lr to it."]
+    headers = ["study", "parallel", "per-device batch", "N", "global batch", "lr", "lr scaling", "warm-up [epochs]",
+               "lr target", "epoch", "runs", "loss", "accuracy"]
+    body = [[f"{r['sweep']} {labels.get(r['group_key'], '')}".rstrip(), r["parallel"], r["per_device_batch"],
+             r["devices"], r["global_batch"], f"{r['lr']:g}", r["lr_scaling"], f"{r['warmup_epochs']:g}",
+             _num(r["lr_target"], ".4g"), r["epoch"], r["runs"], f"{r['loss_mean']:.4f} ± {r['loss_std']:.4f}",
+             f"{r['accuracy_mean'] * 100:.2f} ± {r['accuracy_std'] * 100:.2f} %"] for _, r in table.iterrows()]
+    return [Section("train_large_batch", "Large batches: loss and accuracy", intro, headers, body, table)]
+
+
+def overhead_sections(table: pd.DataFrame) -> List[Section]:
+    if table.empty:
+        return []
+    intro = ["Plain loop (no events) vs instrumented loop (phase events), side by side in one run: blocks "
+             "alternate; rate = samples of all workers / block wall time; median [min, max] over the blocks. "
+             "overhead = 1 - instrumented / plain (negative: the instrumented blocks were faster)."]
+    headers = ["result", "model", "precision", "per-device batch", "N", "blocks × steps", "plain [samples/s]",
+               "instrumented [samples/s]", "overhead"]
+    body = [[r["path"], r["model"], r["precision"], r["per_device_batch"], r["devices"],
+             f"{r['blocks']} × {r['steps_per_block']}",
+             f"{r['plain_samples_per_s']:.1f} [{r['plain_min']:.1f}, {r['plain_max']:.1f}]",
+             f"{r['instrumented_samples_per_s']:.1f} [{r['instrumented_min']:.1f}, {r['instrumented_max']:.1f}]",
+             f"{r['overhead'] * 100:.2f} %"] for _, r in table.iterrows()]
+    return [Section("train_overhead", "Instrumentation overhead", intro, headers, body, table)]
+
+
+def batch_probe_sections(table: pd.DataFrame) -> List[Section]:
+    if table.empty:
+        return []
+    intro = ["Largest per-device batch that fits (workload.max_batch_probe): the batch doubles from "
+             "workload.batch_size until a plain training step runs out of memory or the limit is reached "
+             "(DDP's buckets and DataParallel's replicas not included)."]
+    headers = ["result", "model", "precision", "tried", "largest that fits", "first out of memory",
+               "peak memory of the largest [GB]"]
+    body = [[r["path"], r["model"], r["precision"], ", ".join(str(b) for b in r["tried"]),
+             _num(r["largest_fitting"], "d") if r["largest_fitting"] is not None else "none",
+             r["first_oom"] if r["first_oom"] is not None else f"none up to {r['limit']}",
+             _num(r["largest_peak_memory_bytes"] / 1e9 if r["largest_peak_memory_bytes"] else None, ".2f")]
+            for _, r in table.iterrows()]
+    return [Section("train_batch_probe", "Largest batch that fits", intro, headers, body, table)]
+
+
+def build_study(rows: Sequence[Mapping[str, Any]]) -> StudyReport:
+    runs = tt.runs_of(rows)
+    if not runs:
+        return StudyReport()
+    labels = group_labels(runs)
+    time = tt.time_table(runs)
+    comm = tt.comm_table(runs)
+    sections = (time_sections(time, labels) + phase_sections(tt.phase_table(runs), labels)
+                + comm_sections(comm, labels) + bandwidth_sections(tt.bandwidth_table(runs, comm), labels)
+                + large_batch_sections(tt.large_batch_table(runs), labels)
+                + overhead_sections(tt.overhead_table(runs)) + batch_probe_sections(tt.batch_probe_table(runs)))
+    return StudyReport(sections=sections, time=time, labels=labels, notes=tt.dataset_notes(runs))
+
+
+def _markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    from analysis.render import markdown_table
+
+    return markdown_table(headers, rows)
+
+
+def study_markdown(study: StudyReport) -> str:
+    if study.empty:
+        return ""
+    parts = ["# Batch size × devices study (workloads.train)\n",
+             "Tables also as CSV (full precision) and LaTeX in the report folder: train_*.csv, train_*.tex; "
+             "speedup plot: speedup.png.\n"]
+    parts += [f"> **Note:** {note}\n" for note in study.notes]
+    for section in study.sections:
+        parts.append(f"## {section.title}\n")
+        parts += [line + "\n" for line in section.intro]
+        parts.append(_markdown_table(section.headers, section.rows) + "\n")
+    return "\n".join(parts)
+
+
+def write_study(study: StudyReport, out_dir: Path) -> List[Path]:
+    """train_<table>.csv and .tex per table (sections of one table share its files), speedup.png."""
+    if study.empty:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: List[Path] = []
+    by_name: Dict[str, List[Section]] = {}
+    for section in study.sections:
+        by_name.setdefault(section.name, []).append(section)
+    for name, sections in by_name.items():
+        csv_path = out_dir / f"{name}.csv"
+        pd.concat([s.frame for s in sections], ignore_index=True).to_csv(csv_path, index=False)
+        tex_path = out_dir / f"{name}.tex"
+        tex_path.write_text("\n".join(
+            latex_table(s.headers, s.rows, caption=s.title + ". " + " ".join(s.intro), label=f"tab:{name}-{i}")
+            for i, s in enumerate(sections)))
+        written += [csv_path, tex_path]
+    png = speedup_png(study.time, out_dir / "speedup.png", study.labels,
+                      "Speedup vs devices (dashed: ideal); one line per configuration and batch")
+    return written + ([png] if png else [])

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Issue 4, item 9: the batch size x GPU count study and the H200 performance bars, on one host with
+# 1, 2 and 4 H200 GPUs, through hpml's local launcher (one torchrun per point), then `hpml report`.
+#
+#   bash docs/results/hw5_scaling/run_h200.sh            # from the repository root; results in $OUT
+#
+# Environment: OUT (default ./h200_out) receives at most 8 files, 2 folders deep at most:
+#   report.md, speedup.png, bars.txt (the bars, checked), run.log (every command and its time),
+#   hw5_h200_results.tar.gz (every point's config.yaml, result.json, logs; the whole report folder with
+#   its CSV and LaTeX tables).
+# GPUS (default: all that nvidia-smi lists, at most 4) picks N in {1, 2, 4} <= GPUS.
+# BAR_EXTRA: extra overrides for stage 1 (e.g. workload.compile=true); COMPILE_CHECK=1 adds a 1-GPU
+# compiled bar point after stage 1.
+# BUDGET_S (default 450): a stage that would start after this many seconds is skipped (and listed as
+# skipped in run.log and bars.txt), so that the whole run ends within 8 minutes on 4 H200s.
+# Python packages the CUDA image lacks (hydra-core, omegaconf, antlr4-python3-runtime, submitit) are
+# installed from .whl/ when they are missing (see /work/.library/device/README.md).
+#
+# Stages, most important first:
+#   1 bar       ResNet-50, synthetic data on the GPU, bf16 + channels_last, batch 256/GPU, N = 1,2,4 (DDP,
+#               weak scaling): images/s with instrumentation, plain vs instrumented side by side, efficiency
+#   2 ddp       hw5_scaling: CIFAR-shaped ResNet-18 (CIFAR stem), batch 32,128,512 per GPU x N = 1,2,4,
+#               comm probe (no_sync vs synced) + profiler NCCL time, h200_nvlink peak for utilization
+#   3 dp        the same with nn.DataParallel over 1, 2, 4 GPUs, batch 32 and 512 per GPU
+#   4 limit     one GPU, batch 2048, 8192, 32768 (the last does not fit: status oom, "does not fit"), and a
+#               probe doubling from 1024 until out of memory
+#   5 large     hw5_large_batch: per-GPU batch 2048 on all GPUs (global 8192), 5 epochs, lr scaling none /
+#               linear x warm-up 0 / 2 epochs: epoch-5 loss and accuracy
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+export PYTHONUNBUFFERED=1
+
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$REPO" || exit 1
+OUT=${OUT:-$REPO/h200_out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/hw5_h200.XXXXXX)
+ROOT=$WORK/sweeps
+LOG=$OUT/run.log
+START=$(date +%s)
+BUDGET_S=${BUDGET_S:-450}
+
+if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl || { echo "missing hydra/omegaconf/submitit and no usable .whl/" | tee -a "$LOG"; exit 1; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
+
+GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
+[ "$GPUS" -gt 4 ] && GPUS=4
+case $GPUS in 1) NS=1;; 2|3) NS=1,2; GPUS=2;; *) NS=1,2,4; GPUS=4;; esac
+MAXN=${NS##*,}
+
+{
+  echo "# run_h200.sh $(date -u +%FT%TZ) on $(hostname); GPUs used: $GPUS (N = $NS); budget ${BUDGET_S}s"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
+} 2>&1 | tee "$LOG"
+
+hpml() { python3 -m launcher.cli "$@"; }
+
+# stage NAME -- hpml launch arguments...: runs one launch unless the budget is spent; logs its time.
+stage() {
+  local name=$1; shift
+  local now=$(( $(date +%s) - START ))
+  if [ "$now" -ge "$BUDGET_S" ]; then
+    echo "## stage $name: SKIPPED (elapsed ${now}s >= budget ${BUDGET_S}s)" | tee -a "$LOG"
+    return
+  fi
+  echo "## stage $name at ${now}s: hpml launch $*" | tee -a "$LOG"
+  local t0=$(date +%s)
+  hpml launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
+  echo "## stage $name: exit $? after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
+}
+
+COMMON_GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
+HW5="workload.synthetic_samples=16384 workload.comm_probe_steps=20 workload.profile_comm_steps=5"
+
+stage bar experiment=hw5_resnet50_bar $COMMON_GPU resources.workers_per_node=$NS ${BAR_EXTRA:-}
+if [ "${COMPILE_CHECK:-0}" = 1 ]; then  # optional: the 1-GPU bar point again with torch.compile
+  stage bar_compiled experiment=hw5_resnet50_bar $COMMON_GPU resources.workers_per_node=1 workload.compile=true
+fi
+stage ddp experiment=hw5_scaling $COMMON_GPU $HW5 resources.workers_per_node=$NS workload.batch_size=32,128,512
+stage dp experiment=hw5_scaling $COMMON_GPU $HW5 workload.parallel=dp resources.workers_per_node=1 \
+  workload.dp_devices=$NS workload.batch_size=32,512
+stage limit experiment=hw5_batch_limit resources.gpus_per_node=1 workload.synthetic_samples=32768 \
+  workload.batch_size=2048,8192,32768
+stage probe experiment=hw5_batch_limit resources.gpus_per_node=1 workload.synthetic_samples=32768 \
+  workload.batch_size=1024 workload.epochs=2 workload.max_batch_probe=131072
+stage large experiment=hw5_large_batch $COMMON_GPU resources.workers_per_node=$MAXN workload.batch_size=2048 \
+  workload.synthetic_samples=50000
+
+echo "## report at $(( $(date +%s) - START ))s: hpml report $ROOT --out $WORK/report" | tee -a "$LOG"
+hpml report "$ROOT" --out "$WORK/report" >/dev/null 2>>"$LOG"
+cp "$WORK/report/report.md" "$OUT/report.md" 2>/dev/null
+cp "$WORK/report/speedup.png" "$OUT/speedup.png" 2>/dev/null
+
+# The bars, read back from the report's CSV tables (numbers recomputed there from the raw arrays).
+python3 - "$WORK/report" "$LOG" >"$OUT/bars.txt" 2>&1 <<'EOF'
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+report, log = Path(sys.argv[1]), Path(sys.argv[2])
+print("H200 bars (issue 4, item 9), from", report)
+try:
+    overhead = pd.read_csv(report / "train_overhead.csv")
+    time = pd.read_csv(report / "train_time.csv")
+except FileNotFoundError as error:
+    sys.exit(f"no table: {error}")
+bar = overhead[(overhead["sweep"] == "hw5_resnet50_bar") & (overhead["devices"] == 1)]
+for _, row in bar.iterrows():
+    rate, ovh = row["instrumented_samples_per_s"], row["overhead"]
+    print(f"1 GPU, instrumented loop: {rate:.0f} images/s (>= 4600: {'PASS' if rate >= 4600 else 'FAIL'}); "
+          f"plain loop {row['plain_samples_per_s']:.0f} images/s; overhead {ovh * 100:.2f} % "
+          f"(<= 2 %: {'PASS' if ovh <= 0.02 else 'FAIL'}); {row['blocks']} blocks x {row['steps_per_block']} steps")
+for _, row in overhead[overhead["sweep"] == "hw5_resnet50_bar"].iterrows():
+    print(f"  N={row['devices']}: plain {row['plain_samples_per_s']:.0f}, instrumented "
+          f"{row['instrumented_samples_per_s']:.0f} images/s (all GPUs), overhead {row['overhead'] * 100:.2f} %")
+scaling = time[(time["sweep"] == "hw5_resnet50_bar") & (time["parallel"] == "ddp") & time["fits"]].sort_values("devices")
+for _, row in scaling.iterrows():
+    verdict = f" (>= 97%: {'PASS' if row['efficiency'] >= 0.97 else 'FAIL'})" if row["devices"] == 4 else ""
+    print(f"DDP weak scaling N={row['devices']}: {row['samples_per_s']:.0f} images/s over the epoch, step "
+          f"{row['step_mean_s'] * 1e3:.2f} ms, speedup {row['speedup']:.3f}, efficiency "
+          f"{row['efficiency'] * 100:.2f} %{verdict}")
+skipped = [line for line in log.read_text().splitlines() if "SKIPPED" in line]
+print("\n".join(skipped) if skipped else "all stages ran")
+EOF
+cat "$OUT/bars.txt" | tee -a "$LOG"
+
+find "$ROOT" -name checkpoint.pt -delete
+tar -C "$WORK" -czf "$OUT/hw5_h200_results.tar.gz" sweeps report
+echo "## done at $(( $(date +%s) - START ))s; $(du -sh "$OUT/hw5_h200_results.tar.gz" | cut -f1) of results" | tee -a "$LOG"

@@ -1,0 +1,112 @@
+"""Per-step phase timing that does not slow the loop down.
+
+A training step has five phases, timed as follows:
+
+    data       host: time.perf_counter() around next(batches) (the loader's wait, as the host sees it)
+    h2d        device: inputs and labels copied to the device (non_blocking from pinned memory)
+    forward    device: forward pass, loss, and the epoch's loss/accuracy sums
+    backward   device: zero_grad + backward (DDP's gradient all-reduce runs inside it, overlapped)
+    optimizer  device: learning-rate update + optimizer.step()
+
+On GPU, `mark()` records a CUDA event on the current stream at each phase boundary; nothing waits for it.
+`read()` synchronizes once (after the epoch) and turns the events into seconds. Events are pooled and
+reused from epoch to epoch, so a step costs five cudaEventRecord calls and no allocation. On CPU the
+marks are time.perf_counter() readings (CPU work is synchronous, so they are exact).
+
+A step's "train" time is h2d + forward + backward + optimizer: everything but data loading (on the device
+timeline, from the event before the copy to the event after the optimizer step). Its "step" time is the
+interval between consecutive step ends (the first from the epoch-start mark): it includes the data wait.
+
+`NullClock` has the same methods and does nothing: the plain loop of the overhead check runs the very same
+step code with it (no branches for "timing off").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Dict, List
+
+import torch
+
+PHASES = ("data", "h2d", "forward", "backward", "optimizer")
+DEVICE_PHASES = PHASES[1:]  # timed between device marks; "data" is host time
+TRAIN_PHASES = DEVICE_PHASES  # a step's train time: all but data loading
+
+CPU_METHOD = ("time.perf_counter() at phase boundaries (CPU work is synchronous); data = host time around "
+              "next(loader)")
+CUDA_METHOD = ("CUDA events recorded on the current stream at phase boundaries (no synchronize in the "
+               "loop), read after one torch.cuda.synchronize() at the end of the epoch; data = host "
+               "time.perf_counter() around next(loader)")
+
+
+class NullClock:
+    """The clock interface, doing nothing (the plain loop)."""
+
+    method = "none"
+
+    def start_epoch(self) -> None: ...
+    def begin_step(self) -> None: ...
+    def loaded(self) -> None: ...
+    def mark(self, phase: str) -> None: ...
+
+
+class PhaseClock(NullClock):
+    """begin_step() before fetching a batch, loaded() after it, mark(phase) after each device phase."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.method = CUDA_METHOD if self.cuda else CPU_METHOD
+        self._pool: List[torch.cuda.Event] = []
+        self._used = 0
+        self._start = None
+        self._host_begin = 0.0
+        self._data_s: List[float] = []
+        self._marks: List[List] = []  # per step: [loaded, h2d, forward, backward, optimizer] marks
+
+    def _now(self):
+        if not self.cuda:
+            return time.perf_counter()
+        if self._used == len(self._pool):
+            self._pool.append(torch.cuda.Event(enable_timing=True))
+        event = self._pool[self._used]
+        self._used += 1
+        event.record()
+        return event
+
+    def start_epoch(self) -> None:
+        self._used, self._data_s, self._marks = 0, [], []
+        self._start = self._now()
+
+    def begin_step(self) -> None:
+        self._host_begin = time.perf_counter()
+
+    def loaded(self) -> None:
+        self._data_s.append(time.perf_counter() - self._host_begin)
+        self._marks.append([self._now()])
+
+    def mark(self, phase: str) -> None:
+        marks = self._marks[-1]
+        if DEVICE_PHASES[len(marks) - 1] != phase:
+            raise RuntimeError(f"phase {phase!r} marked out of order after {len(marks) - 1} device phases")
+        marks.append(self._now())
+
+    def _seconds(self, a, b) -> float:
+        return a.elapsed_time(b) / 1000.0 if self.cuda else b - a
+
+    def read(self) -> Dict[str, List[float]]:
+        """Per-step seconds of each phase, plus "step" (step end to step end); synchronizes the device once."""
+        if self.cuda:
+            torch.cuda.synchronize()
+        if any(len(marks) != len(PHASES) for marks in self._marks):
+            raise RuntimeError("a step was not marked through all phases")
+        out: Dict[str, List[float]] = {"data": list(self._data_s)}
+        for i, phase in enumerate(DEVICE_PHASES):
+            out[phase] = [self._seconds(marks[i], marks[i + 1]) for marks in self._marks]
+        ends = [self._start] + [marks[-1] for marks in self._marks]
+        out["step"] = [self._seconds(a, b) for a, b in zip(ends, ends[1:])]
+        return out
+
+
+def train_seconds(phases: Dict[str, List[float]]) -> List[float]:
+    """Each step's train time: the sum of its device phases (h2d + forward + backward + optimizer)."""
+    return [sum(values) for values in zip(*(phases[p] for p in TRAIN_PHASES))]
