@@ -93,9 +93,14 @@ def problems_markdown(problems: Sequence[Problem]) -> str:
 
 
 def report_markdown(source: str, table: pd.DataFrame, untabulated: Sequence[Mapping[str, Any]],
-                    problems: Sequence[Problem]) -> str:
-    """The whole report: tables first, then what was left out and why."""
-    parts: List[str] = [f"# hpml scaling report: {source}\n", scaling_markdown(table)]
+                    problems: Sequence[Problem], sections: Sequence[str] = ()) -> str:
+    """The whole report: tables first (the scaling tables, then other studies' `sections`, each Markdown
+    with its own headings), then what was left out and why."""
+    sections = [section for section in sections if section]
+    parts: List[str] = [f"# hpml scaling report: {source}\n"]
+    if not table.empty or not sections:  # "no results" only when no section has any either
+        parts.append(scaling_markdown(table))
+    parts += sections
     if untabulated:
         parts.append(untabulated_markdown(untabulated))
     parts.append(problems_markdown(problems) if problems

@@ -16,6 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
+from analysis.horovod_report import StudyReport as HorovodStudy
+from analysis.horovod_report import study_report, tabulates, write_study as write_horovod_study
 from analysis.render import report_markdown, write_csv
 from analysis.results import LoadedResults, load_results
 from analysis.scaling import is_tabulated, runs_frame, scaling_table
@@ -37,6 +39,7 @@ class Report:
     untabulated: List[Dict[str, Any]]  # results read but in no table (not ok, or no scaling table)
     markdown: str
     study: Optional[StudyReport] = None  # the batch size x devices study's tables, when results have them
+    horovod: Optional[HorovodStudy] = None  # the synthetic-benchmark and all-reduce tables (issue 5)
 
 
 def build_report(root: str | Path) -> Report:
@@ -52,8 +55,19 @@ def build_report(root: str | Path) -> Report:
     table = scaling_table(runs)
     untabulated = [row for row in loaded.rows if not is_tabulated(row)]
     markdown = report_markdown(str(root), table, untabulated, loaded.problems)
-    return with_batch_gpu_study(Report(loaded=loaded, runs=runs, table=table, untabulated=untabulated,
-                                       markdown=markdown))
+    return with_batch_gpu_study(with_horovod_study(Report(loaded=loaded, runs=runs, table=table,
+                                                          untabulated=untabulated, markdown=markdown), str(root)))
+
+
+def with_horovod_study(report: Report, source: str) -> Report:
+    """Adds the Horovod-style study (analysis.horovod_report: synthetic-benchmark throughput, scaling, cost
+    and all-reduce comparison tables; the all-reduce bandwidth table; their CSVs and PNGs) right after the
+    scaling tables; its results leave the "not in a table" list."""
+    report.horovod = study_report(report.loaded.rows)
+    report.untabulated = [row for row in report.untabulated if not tabulates(row)]
+    report.markdown = report_markdown(source, report.table, report.untabulated, report.loaded.problems,
+                                      sections=[report.horovod.markdown])
+    return report
 
 
 def with_batch_gpu_study(report: Report) -> Report:
@@ -70,7 +84,8 @@ def write_report(report: Report, out_dir: Path) -> List[Path]:
     md_path = out_dir / REPORT_MD
     md_path.write_text(report.markdown)
     study_files = write_study(report.study, out_dir) if report.study else []
-    return [md_path, write_csv(report.table, out_dir / SCALING_CSV)] + study_files
+    horovod_files = write_horovod_study(report.horovod, out_dir) if report.horovod else []
+    return [md_path, write_csv(report.table, out_dir / SCALING_CSV)] + study_files + horovod_files
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

@@ -1,0 +1,95 @@
+"""The all-reduce part of `hpml report` (analysis/horovod_report.py over analysis/bandwidth.py): the table,
+hpml's loop next to the bare loop, utilization against the link peak, allreduce.csv and the busbw PNG."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.horovod_report import duration_text, size_text
+from analysis.report import main as report_main
+
+GiB = 1073741824
+
+
+def allreduce_doc(point: int, impl: str, size: dict, world_size: int = 4, peak: float = 450.0) -> dict:
+    """A schema-v1 allreduce result of one message size."""
+    return {
+        "schema_version": 1,
+        "identity": {"sweep": "bw", "point": point, "repeat": 0, "seed": 0, "workload": "allreduce"},
+        "status": "ok", "reason": None,
+        "config": {"sweep": {"name": "bw", "root": "sweeps", "dir": "sweeps/bw", "wait": True, "repeat": 0,
+                             "seed": 0},
+                   "resources": {"nodes": 1, "workers_per_node": world_size, "gpus_per_node": world_size,
+                                 "cpus_per_worker": 1, "mem_gb": 0, "time_min": 30},
+                   "cluster": {"kind": "local", "max_parallel": 1, "poll_s": 1.0},
+                   "workload": {"name": "allreduce", "impl": impl, "dtype": "float32", "link": "h200_nvlink",
+                                "link_peak_GBps": peak}},
+        "environment": {"world_size": world_size, "backend": "nccl", "device": "cuda"},
+        "timing": {"iteration": "fake"},
+        "measurements": {"dtype": "float32", "sizes": [size]},
+        "derived": {"sizes": [{"busbw_GBps": 1e9}]},  # wrong on purpose: the report must recompute
+        "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00",
+    }
+
+
+def write(root: Path, doc: dict) -> None:
+    path = root / "points" / str(doc["identity"]["point"]) / "result.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def test_report_has_the_bandwidth_table_side_by_side_and_plot(tmp_path, capsys):
+    # impl=hpml: 4 ranks, 1 GiB, 2 iterations; the slowest rank took 4.5 ms in each:
+    #   algbw = 1073741824 / 4.5e-3 / 1e9 = 238.609294 GB/s; busbw = x 2*3/4 = 357.913941 GB/s;
+    #   utilization = 357.913941 / 450 = 79.54 %
+    # impl=raw: 20 iterations, slowest rank's loop 89.4 ms -> 4.47 ms each: busbw 360.316048; hpml/raw = 99.33 %
+    hpml = {"bytes": GiB, "iters": 2, "correct": True, "loop_time_s_per_rank": [0.0091] * 4,
+            "iteration_time_s_per_rank": [[4.5e-3, 4.4e-3], [4.4e-3, 4.5e-3], [4.5e-3, 4.5e-3], [4.0e-3, 4.0e-3]]}
+    raw = {"bytes": GiB, "iters": 20, "correct": True, "loop_time_s_per_rank": [0.0890, 0.0894, 0.0893, 0.0891],
+           "iteration_time_s_per_rank": None}
+    write(tmp_path, allreduce_doc(0, "hpml", hpml))
+    write(tmp_path, allreduce_doc(1, "raw", raw))
+    assert report_main([str(tmp_path)]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "## bw · allreduce" in markdown and "busbw = algbw × 2(n−1)/n" in markdown
+    assert "### point 0: N = 4, impl=hpml, float32, link h200_nvlink" in markdown
+    assert "| 1 GiB | 4500.0 ± 0.0 (n=2) | 238.609 | 357.914 | 79.5% | ok |" in markdown
+    assert "| 1 GiB | 4470.0 (n=20) | 240.211 | 360.316 | 80.1% | ok |" in markdown
+    assert "hpml's timed loop vs a bare all_reduce loop" in markdown
+    assert "| 4 | float32 | 1 GiB | 357.914 | 360.316 | 99.3% |" in markdown
+    assert "has no scaling table" not in markdown
+    with open(tmp_path / "report" / "allreduce.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["busbw_GBps"]) for r in rows] == pytest.approx([357.913941, 360.316048])
+    assert [float(r["utilization"]) for r in rows] == pytest.approx([357.913941 / 450, 360.316048 / 450])
+    assert (tmp_path / "report" / "allreduce_busbw.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("nbytes, text", [(1024, "1 KiB"), (GiB, "1 GiB"), (3 * 2**20, "3 MiB"), (1000, "1000 B")])
+def test_size_text(nbytes, text):
+    assert size_text(nbytes) == text
+
+
+@pytest.mark.parametrize("seconds, text", [(59.94, "59.9 s"), (600, "10.0 min"), (9000, "2.50 h")])
+def test_duration_text(seconds, text):
+    assert duration_text(seconds) == text
+
+
+def test_hpml_launch_allreduce_vs_bare_then_report(hpml, tmp_path):
+    """The allreduce_vs_bare preset cut to 1..64 KiB: 2 gloo workers, impl=hpml and raw, then `hpml report`."""
+    done = hpml("launch", "experiment=allreduce_vs_bare", "workload.max_bytes=65536")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[allreduce_vs_bare] 2/2 done" in done.stdout
+    sweep = tmp_path / "sweeps" / "latest"
+    report = hpml("report", str(sweep))
+    assert report.returncode == 0, report.stderr
+    assert "## allreduce_vs_bare · allreduce" in report.stdout
+    assert report.stdout.count("| 64 KiB |") == 3  # hpml's row, raw's row, and the side-by-side row
+    assert "hpml's timed loop vs a bare all_reduce loop" in report.stdout
+    assert (sweep / "report" / "allreduce_busbw.png").stat().st_size > 0
+    with open(sweep / "report" / "allreduce.csv") as f:
+        assert len(list(csv.DictReader(f))) == 2 * 7  # 1 KiB .. 64 KiB, two points

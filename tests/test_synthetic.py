@@ -1,0 +1,193 @@
+"""workloads/synthetic.py: its config (protocol, collective and pricing groups, presets), and real runs on
+CPU: torchrun with 2 gloo workers, and `hpml launch` of the presets end to end, then `hpml report`."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from analysis.results import load_results
+from analysis.synthetic import protocol_table, synthetic_runs
+from conf.schema import ConfigValueError, NcclAlgo, SyntheticConfig, config_from_dict
+from workloads.synthetic import horovod_numbers, set_nccl_algo
+
+TINY = ["experiment=synthetic_horovod"]
+
+
+# --- config ------------------------------------------------------------------------------------------
+
+
+def test_defaults_are_horovods_protocol(compose_values):
+    cfg = config_from_dict(compose_values(["workload=synthetic"])).workload
+    assert isinstance(cfg, SyntheticConfig)
+    assert (cfg.model, cfg.image_size, cfg.num_classes, cfg.batch_size) == ("resnet50", 224, 1000, 32)
+    assert (cfg.num_warmup_batches, cfg.num_batches_per_iter, cfg.num_iters) == (10, 10, 10)
+    assert (cfg.fusion_threshold_mb, cfg.fp16_allreduce, cfg.backward_passes_per_step) == (64.0, False, 1)
+    assert (cfg.backend.value, cfg.nccl_algo.value, cfg.price_name, cfg.gpu_hour_usd) == ("auto", "auto", "none",
+                                                                                         None)
+
+
+@pytest.mark.parametrize("collective, backend, algo", [("gloo", "gloo", "auto"), ("nccl", "nccl", "auto"),
+                                                       ("nccl_ring", "nccl", "Ring"), ("nccl_tree", "nccl", "Tree")])
+def test_the_collective_group_sets_backend_and_algorithm_together(compose_values, collective, backend, algo):
+    values = compose_values(["workload=synthetic", f"collective={collective}", "resources.gpus_per_node=2"])
+    assert (values["workload"]["backend"], values["workload"]["nccl_algo"]) == (backend, algo)
+    config_from_dict(values)
+
+
+def test_the_pricing_group_puts_the_price_into_the_resolved_config(compose_values):
+    values = compose_values(["workload=synthetic", "pricing=h200_cloud"])
+    assert (values["workload"]["price_name"], values["workload"]["gpu_hour_usd"]) == ("h200_cloud", 4.0)
+
+
+def test_presets_run_small_and_protocol_horovod_brings_resnet50_back(compose_values):
+    for preset in ("synthetic_horovod", "synthetic_scaling", "synthetic_allreduce"):
+        values = compose_values([f"experiment={preset}"])
+        assert values["sweep"]["name"] == preset
+        assert (values["workload"]["model"], values["workload"]["image_size"]) == ("resnet18", 32)
+        config_from_dict(values)
+    values = compose_values(["experiment=synthetic_horovod", "protocol=horovod", "resources.gpus_per_node=4",
+                             "resources.workers_per_node=4", "collective=nccl_ring"])
+    cfg = config_from_dict(values).workload
+    assert (cfg.model, cfg.image_size, cfg.num_iters, cfg.nccl_algo) == ("resnet50", 224, 10, NcclAlgo.Ring)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["collective=nccl_ring"], "workload.backend='nccl' is not allowed: gloo or auto when the workers have no GPUs"),
+    (["workload.nccl_algo=Tree"], "workload.nccl_algo='Tree' is not allowed: auto unless the backend is nccl"),
+    (["workload.backend=gloo", "workload.nccl_algo=Ring", "resources.gpus_per_node=2"],
+     "workload.nccl_algo='Ring' is not allowed"),
+    (["workload.scaling=strong", "workload.batch_size=30", "resources.workers_per_node=4"],
+     "workload.batch_size=30 is not allowed: a multiple of the world size 4"),
+    (["workload.gpu_hour_usd=2.5"], "choose a price with pricing=<name>"),
+    (["workload.fusion_threshold_mb=-1"], "workload.fusion_threshold_mb=-1.0 is not allowed"),
+    (["workload.num_iters=0"], "workload.num_iters=0 is not allowed"),
+])
+def test_bad_values_name_the_field(compose_values, overrides, message):
+    with pytest.raises(ConfigValueError, match=message.replace("(", r"\(").replace("*", r"\*")):
+        config_from_dict(compose_values(["workload=synthetic"] + overrides))
+
+
+def test_a_bad_combination_fails_before_anything_runs(hpml, tmp_path):
+    done = hpml("launch", "experiment=synthetic_allreduce", "collective=nccl_tree")
+    assert done.returncode == 2
+    assert "hpml: error: workload.backend='nccl' is not allowed" in done.stderr
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_nccl_algo_reaches_the_environment(monkeypatch):
+    monkeypatch.delenv("NCCL_ALGO", raising=False)
+    assert set_nccl_algo(NcclAlgo.auto) is None and "NCCL_ALGO" not in os.environ
+    monkeypatch.setenv("NCCL_ALGO", "Tree")
+    assert set_nccl_algo(NcclAlgo.auto) == "Tree"  # auto leaves the user's environment alone
+    assert set_nccl_algo(NcclAlgo.Ring) == "Ring" and os.environ["NCCL_ALGO"] == "Ring"
+
+
+def test_the_workloads_own_horovod_numbers_match_hand_computed_ones():
+    numbers = horovod_numbers([100, 110, 95], world_size=4)
+    assert numbers["per_gpu_pm"] == pytest.approx(12.22276, rel=1e-5)
+    assert numbers["total_mean"] == pytest.approx(406.666667)
+
+
+# --- real runs ----------------------------------------------------------------------------------------
+
+
+def run_torchrun(values: dict, folder: Path, workers: int):
+    folder.mkdir(parents=True)
+    config = folder / "config.yaml"
+    config.write_text(yaml.safe_dump(values, sort_keys=False))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
+               "-m", "workloads.synthetic", "--config", str(config)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((folder / "result.json").read_text()), done.stdout
+
+
+@pytest.fixture(scope="module")
+def horovod_result(tmp_path_factory, compose_values):
+    """2 gloo workers, Horovod-style with fp16 compression, 2 backward passes per step, 1 MiB buckets."""
+    values = compose_values(TINY + ["resources.workers_per_node=2", "workload.data_parallel=horovod",
+                                    "workload.fp16_allreduce=true", "workload.backward_passes_per_step=2",
+                                    "workload.fusion_threshold_mb=1", "workload.batch_size=4"])
+    return run_torchrun(values, tmp_path_factory.mktemp("synthetic") / "points" / "0", 2)
+
+
+def test_torchrun_run_keeps_every_ranks_rates_raw(horovod_result):
+    result, stdout = horovod_result
+    assert result["status"] == "ok" and result["identity"]["workload"] == "synthetic"
+    m = result["measurements"]
+    assert m["per_worker_batch"] == 4 and m["global_batch"] == 8
+    assert m["images_per_iteration_per_rank"] == 4 * 2 * 2  # batch x batches per iteration x passes
+    assert [len(r) for r in m["iteration_time_s_per_rank"]] == [3, 3]
+    assert [len(r) for r in m["host_iteration_time_s_per_rank"]] == [3, 3]
+    for times, loop in zip(m["iteration_time_s_per_rank"], m["loop_time_s_per_rank"]):
+        assert all(t > 0 for t in times) and sum(times) <= loop
+    assert m["gradient_bytes"] == 4 * m["parameters"]  # float32 gradients
+    assert "perf_counter" in result["timing"]["iteration"]
+    assert "Img/sec per CPU" in stdout and "Total img/sec on 2 CPU(s)" in stdout
+
+
+def test_torchrun_run_derived_numbers_equal_the_analysis(horovod_result):
+    result, _ = horovod_result
+    m, derived = result["measurements"], result["derived"]
+    rates = [[m["images_per_iteration_per_rank"] / t for t in r] for r in m["iteration_time_s_per_rank"]]
+    assert derived["horovod"]["per_gpu_mean"] == pytest.approx(statistics.fmean(rates[0]), rel=1e-12)
+    assert derived["horovod"]["total_mean"] == pytest.approx(2 * statistics.fmean(rates[0]), rel=1e-12)
+    row = protocol_table(synthetic_runs([result]).rows).iloc[0]
+    assert row["throughput_median"] == pytest.approx(derived["total_images_per_s_median"], rel=1e-12)
+    assert row["throughput_cv"] == pytest.approx(derived["total_images_per_s_cv"], rel=1e-12)
+    assert row["horovod_total_mean"] == pytest.approx(derived["horovod"]["total_mean"], rel=1e-12)
+
+
+def test_hpml_launch_strong_and_weak_scaling_end_to_end(hpml, tmp_path):
+    """The synthetic_scaling preset as written: weak and strong x 1 and 2 workers; then `hpml report`."""
+    done = hpml("launch", "experiment=synthetic_scaling")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[synthetic_scaling] 4/4 done" in done.stdout
+    sweep = tmp_path / "sweeps" / "latest"
+    loaded = load_results(sweep)
+    assert loaded.problems == [] and len(loaded.rows) == 4
+    batches = sorted((d["config"]["workload"]["scaling"], d["environment"]["world_size"],
+                      d["measurements"]["per_worker_batch"]) for d in loaded.rows)
+    assert batches == [("strong", 1, 8), ("strong", 2, 4), ("weak", 1, 8), ("weak", 2, 8)]
+    report = hpml("report", str(sweep))
+    assert report.returncode == 0, report.stderr
+    assert "resnet18, strong scaling (global batch fixed)" in report.stdout
+    assert "resnet18, weak scaling (per-worker batch fixed)" in report.stdout
+    assert "efficiency (speedup / (N / N_base))" in report.stdout and "efficiency (t_base / t_N)" in report.stdout
+    assert (sweep / "report" / "synthetic_throughput.png").stat().st_size > 0
+
+
+def test_hpml_launch_compares_ddp_and_horovod_style(hpml, tmp_path):
+    """The synthetic_allreduce preset with its bucket sweep cut to one value: DDP vs Horovod-style on 2 gloo
+    workers, compared in one table."""
+    done = hpml("launch", "experiment=synthetic_allreduce", "workload.fusion_threshold_mb=4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[synthetic_allreduce] 2/2 done" in done.stdout
+    report = hpml("report", str(tmp_path / "sweeps" / "latest"))
+    assert report.returncode == 0, report.stderr
+    assert "All-reduce implementations compared: N = 2 (1 × 2)" in report.stdout
+    rows = [line for line in report.stdout.splitlines() if line.startswith("| gloo | auto |")]
+    assert len(rows) == 2 and {row.split(" | ")[2] for row in rows} == {"ddp", "horovod"}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices")
+@pytest.mark.parametrize("collective", ["nccl_ring", "nccl_tree"])
+def test_nccl_on_two_gpus_with_a_forced_algorithm(tmp_path, compose_values, collective):
+    values = compose_values(TINY + ["resources.gpus_per_node=2", "resources.workers_per_node=2",
+                                    f"collective={collective}", "workload.data_parallel=horovod"])
+    result, _ = run_torchrun(values, tmp_path / "points" / "0", 2)
+    assert result["status"] == "ok" and result["environment"]["backend"] == "nccl"
+    algo = values["workload"]["nccl_algo"]
+    assert result["measurements"]["nccl_algo_env"] == algo and result["environment"]["env"]["NCCL_ALGO"] == algo
+    assert "CUDA events" in result["timing"]["iteration"]
