@@ -9,23 +9,28 @@
 #   hw5_h200_results.tar.gz (every point's config.yaml, result.json, logs; the whole report folder with
 #   its CSV and LaTeX tables).
 # GPUS (default: all that nvidia-smi lists, at most 4) picks N in {1, 2, 4} <= GPUS.
-# BAR_EXTRA: extra overrides for stage 1 (e.g. workload.compile=true); COMPILE_CHECK=1 adds a 1-GPU
-# compiled bar point after stage 1 (COMPILE_CHECK=auto: only when the eager one is below 4,600 images/s).
-# BUDGET_S (default 450): a stage that would start after this many seconds is skipped (and listed as
-# skipped in run.log and bars.txt), so that the whole run ends within 8 minutes on 4 H200s.
+# STAGES (default bar,ddp,dp,limit,large): the stages to run, in this order.
+# BUDGET_S (default 450): a stage starts only if the seconds elapsed plus its estimate (EST_<stage>, from
+# a 1-GPU H200 run: ~13 s of start-up per point plus its epochs) stay within it; a skipped stage is listed
+# in run.log and bars.txt and can be run alone afterwards (e.g. STAGES=limit,large). The run itself ends
+# within 8 minutes on 4 H200s.
+# BAR_EXTRA (default workload.compile=true): overrides of stage bar. On one H200 the eager loop ran at
+# 4,577 images/s and the compiled one at 6,536 (docs/results/hw5_scaling/README.md); BAR_EXTRA= (empty)
+# measures eager.
 # Python packages the CUDA image lacks (hydra-core, omegaconf, antlr4-python3-runtime, submitit) are
 # installed from .whl/ when they are missing (see /work/.library/device/README.md).
 #
 # Stages, most important first:
-#   1 bar       ResNet-50, synthetic data on the GPU, bf16 + channels_last, batch 256/GPU, N = 1,2,4 (DDP,
-#               weak scaling): images/s with instrumentation, plain vs instrumented side by side, efficiency
-#   2 ddp       hw5_scaling: CIFAR-shaped ResNet-18 (CIFAR stem), batch 32,128,512 per GPU x N = 1,2,4,
-#               comm probe (no_sync vs synced) + profiler NCCL time, h200_nvlink peak for utilization
-#   3 dp        the same with nn.DataParallel over 1, 2, 4 GPUs, batch 32 and 512 per GPU
-#   4 limit     one GPU, batch 2048, 8192, 32768 (the last does not fit: status oom, "does not fit"), and a
-#               probe doubling from 1024 until out of memory
-#   5 large     hw5_large_batch: per-GPU batch 2048 on all GPUs (global 8192), 5 epochs, lr scaling none /
-#               linear x warm-up 0 / 2 epochs: epoch-5 loss and accuracy
+#   bar    ResNet-50, synthetic data on the GPU, bf16 + channels_last (+ torch.compile), batch 256/GPU,
+#          N = 1,2,4 (DDP, weak scaling): images/s with instrumentation, plain vs instrumented side by side,
+#          weak-scaling efficiency; comm probe and NCCL kernel time
+#   ddp    hw5_scaling: CIFAR-shaped ResNet-18 (CIFAR stem), batch 32,128,512 per GPU x N = 1,2,4, comm
+#          probe (no_sync vs synced) + profiler NCCL time, h200_nvlink peak for the utilization
+#   dp     the same with nn.DataParallel over 1, 2, 4 GPUs, batch 32 and 512 per GPU
+#   limit  one GPU, batch 8192 and 32768 (the last does not fit: status oom, "does not fit"), each point
+#          probing the largest batch that fits (doubling until out of memory)
+#   large  hw5_large_batch: per-GPU batch 2048 on all GPUs (global 8192), 5 epochs: lr_scaling=none, and
+#          linear with warm-up 0 and 2 epochs: epoch-5 loss and accuracy
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PYTHONUNBUFFERED=1
@@ -60,12 +65,17 @@ MAXN=${NS##*,}
 
 hpml() { python3 -m launcher.cli "$@"; }
 
-# stage NAME -- hpml launch arguments...: runs one launch unless the budget is spent; logs its time.
+STAGES=${STAGES:-bar,ddp,dp,limit,large}
+EST_bar=${EST_bar:-170} EST_ddp=${EST_ddp:-150} EST_dp=${EST_dp:-100} EST_limit=${EST_limit:-40}
+EST_large=${EST_large:-60}
+
+# stage NAME ESTIMATE_S hpml-launch-arguments...: one launch, unless the budget cannot hold it; logs its time.
 stage() {
-  local name=$1; shift
+  local name=$1 est=$2; shift 2
+  case ",$STAGES," in *",${name%%.*},"*) ;; *) return ;; esac
   local now=$(( $(date +%s) - START ))
-  if [ "$now" -ge "$BUDGET_S" ]; then
-    echo "## stage $name: SKIPPED (elapsed ${now}s >= budget ${BUDGET_S}s)" | tee -a "$LOG"
+  if [ $(( now + est )) -gt "$BUDGET_S" ]; then
+    echo "## stage $name: SKIPPED (elapsed ${now}s + estimate ${est}s > budget ${BUDGET_S}s)" | tee -a "$LOG"
     return
   fi
   echo "## stage $name at ${now}s: hpml launch $*" | tee -a "$LOG"
@@ -74,27 +84,19 @@ stage() {
   echo "## stage $name: exit $? after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
 }
 
-COMMON_GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
-HW5="workload.synthetic_samples=16384 workload.comm_probe_steps=20 workload.profile_comm_steps=5"
+GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
+HW5="workload.synthetic_samples=8192 workload.comm_probe_steps=20 workload.profile_comm_steps=5"
 
-stage bar experiment=hw5_resnet50_bar $COMMON_GPU resources.workers_per_node=$NS ${BAR_EXTRA:-}
-eager_rate() {  # the 1-GPU bar point's instrumented images/s (median over the overhead-check blocks)
-  python3 -c "import json,glob,sys; r=[json.load(open(p)) for p in glob.glob('$ROOT/*_hw5_resnet50_bar/points/*/result.json')]; \
-r=[x for x in r if x['status']=='ok' and x['environment']['world_size']==1]; \
-print(int(r[0]['measurements']['overhead_check']['instrumented_median_samples_per_s']) if r else 0)"
-}
-if [ "${COMPILE_CHECK:-0}" = 1 ] || { [ "${COMPILE_CHECK:-0}" = auto ] && [ "$(eager_rate)" -lt 4600 ]; }; then
-  stage bar_compiled experiment=hw5_resnet50_bar $COMMON_GPU resources.workers_per_node=1 workload.compile=true
-fi
-stage ddp experiment=hw5_scaling $COMMON_GPU $HW5 resources.workers_per_node=$NS workload.batch_size=32,128,512
-stage dp experiment=hw5_scaling $COMMON_GPU $HW5 workload.parallel=dp resources.workers_per_node=1 \
+stage bar "$EST_bar" experiment=hw5_resnet50_bar $GPU resources.workers_per_node=$NS ${BAR_EXTRA-workload.compile=true}
+stage ddp "$EST_ddp" experiment=hw5_scaling $GPU $HW5 resources.workers_per_node=$NS workload.batch_size=32,128,512
+stage dp "$EST_dp" experiment=hw5_scaling $GPU $HW5 workload.parallel=dp resources.workers_per_node=1 \
   workload.dp_devices=$NS workload.batch_size=32,512
-stage limit experiment=hw5_batch_limit resources.gpus_per_node=1 workload.synthetic_samples=32768 \
-  workload.batch_size=2048,8192,32768
-stage probe experiment=hw5_batch_limit resources.gpus_per_node=1 workload.synthetic_samples=32768 \
-  workload.batch_size=1024 workload.epochs=2 workload.max_batch_probe=131072
-stage large experiment=hw5_large_batch $COMMON_GPU resources.workers_per_node=$MAXN workload.batch_size=2048 \
-  workload.synthetic_samples=50000
+stage limit "$EST_limit" experiment=hw5_batch_limit resources.gpus_per_node=1 workload.synthetic_samples=32768 \
+  workload.batch_size=8192,32768 workload.max_batch_probe=131072
+stage large.none $(( EST_large / 3 )) experiment=hw5_large_batch $GPU resources.workers_per_node=$MAXN \
+  workload.batch_size=2048 workload.synthetic_samples=50000 workload.lr_scaling=none workload.warmup_epochs=0
+stage large.linear $(( EST_large * 2 / 3 )) experiment=hw5_large_batch $GPU resources.workers_per_node=$MAXN \
+  workload.batch_size=2048 workload.synthetic_samples=50000 workload.lr_scaling=linear workload.warmup_epochs=0,2
 
 echo "## report at $(( $(date +%s) - START ))s: hpml report $ROOT --out $WORK/report" | tee -a "$LOG"
 hpml report "$ROOT" --out "$WORK/report" >/dev/null 2>>"$LOG"
@@ -103,6 +105,7 @@ cp "$WORK/report/speedup.png" "$OUT/speedup.png" 2>/dev/null
 
 # The bars, read back from the report's CSV tables (numbers recomputed there from the raw arrays).
 python3 - "$WORK/report" "$LOG" >"$OUT/bars.txt" 2>&1 <<'EOF'
+import json
 import sys
 from pathlib import Path
 
@@ -115,21 +118,27 @@ try:
     time = pd.read_csv(report / "train_time.csv")
 except FileNotFoundError as error:
     sys.exit(f"no table: {error}")
-bar = overhead[(overhead["sweep"] == "hw5_resnet50_bar") & (overhead["devices"] == 1)]
-for _, row in bar.iterrows():
+def compiled(path=None, group_key=None):
+    config = json.loads(Path(path).read_text())["config"]["workload"] if path else json.loads(group_key)
+    return "compiled" if config.get("compile", config.get("workload.compile")) else "eager"
+
+
+bar = overhead[overhead["sweep"] == "hw5_resnet50_bar"].sort_values("devices")
+for _, row in bar[bar["devices"] == 1].iterrows():
     rate, ovh = row["instrumented_samples_per_s"], row["overhead"]
-    print(f"1 GPU, instrumented loop: {rate:.0f} images/s (>= 4600: {'PASS' if rate >= 4600 else 'FAIL'}); "
-          f"plain loop {row['plain_samples_per_s']:.0f} images/s; overhead {ovh * 100:.2f} % "
-          f"(<= 2 %: {'PASS' if ovh <= 0.02 else 'FAIL'}); {row['blocks']} blocks x {row['steps_per_block']} steps")
-for _, row in overhead[overhead["sweep"] == "hw5_resnet50_bar"].iterrows():
-    print(f"  N={row['devices']}: plain {row['plain_samples_per_s']:.0f}, instrumented "
+    print(f"1 GPU ({compiled(row['path'])}), instrumented loop: {rate:.0f} images/s (>= 4600: "
+          f"{'PASS' if rate >= 4600 else 'FAIL'}); plain loop {row['plain_samples_per_s']:.0f} images/s; overhead "
+          f"{ovh * 100:.2f} % (<= 2 %: {'PASS' if ovh <= 0.02 else 'FAIL'}); {row['blocks']} blocks x "
+          f"{row['steps_per_block']} steps")
+for _, row in bar.iterrows():
+    print(f"  N={row['devices']} ({compiled(row['path'])}): plain {row['plain_samples_per_s']:.0f}, instrumented "
           f"{row['instrumented_samples_per_s']:.0f} images/s (all GPUs), overhead {row['overhead'] * 100:.2f} %")
-scaling = time[(time["sweep"] == "hw5_resnet50_bar") & (time["parallel"] == "ddp") & time["fits"]].sort_values("devices")
-for _, row in scaling.iterrows():
+scaling = time[(time["sweep"] == "hw5_resnet50_bar") & (time["parallel"] == "ddp") & time["fits"]]
+for _, row in scaling.sort_values("devices").iterrows():
     verdict = f" (>= 97%: {'PASS' if row['efficiency'] >= 0.97 else 'FAIL'})" if row["devices"] == 4 else ""
-    print(f"DDP weak scaling N={row['devices']}: {row['samples_per_s']:.0f} images/s over the epoch, step "
-          f"{row['step_mean_s'] * 1e3:.2f} ms, speedup {row['speedup']:.3f}, efficiency "
-          f"{row['efficiency'] * 100:.2f} %{verdict}")
+    print(f"DDP weak scaling N={row['devices']} ({compiled(group_key=row['group_key'])}): "
+          f"{row['samples_per_s']:.0f} images/s over the epoch, step {row['step_mean_s'] * 1e3:.2f} ms, "
+          f"speedup {row['speedup']:.3f}, efficiency {row['efficiency'] * 100:.2f} %{verdict}")
 skipped = [line for line in log.read_text().splitlines() if "SKIPPED" in line]
 print("\n".join(skipped) if skipped else "all stages ran")
 EOF
