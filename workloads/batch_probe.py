@@ -16,6 +16,12 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 
+def is_out_of_memory(error: BaseException) -> bool:
+    """CUDA's allocator raises torch.OutOfMemoryError; the CPU allocator a RuntimeError that says so."""
+    return isinstance(error, torch.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and "can't allocate memory" in str(error))
+
+
 def _cleanup(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
@@ -47,7 +53,9 @@ def probe_max_batch(build_model: Callable[[], torch.nn.Module], make_batch: Call
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
                 peak = torch.cuda.max_memory_allocated(device)
-        except torch.OutOfMemoryError:
+        except (torch.OutOfMemoryError, RuntimeError) as error:
+            if not is_out_of_memory(error):
+                raise
             fits = False
         optimizer.zero_grad(set_to_none=True)
         _cleanup(device)  # outside the except block: its traceback no longer holds the step's tensors

@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from conf.schema import Dataset, HpmlConfig, Parallel, Precision, Scaling, TrainConfig
 from workloads import overhead, parallel
-from workloads.batch_probe import probe_max_batch
+from workloads.batch_probe import is_out_of_memory, probe_max_batch
 from workloads.common.checkpoint import CHECKPOINT_FILE, EpochCheckpoint
 from workloads.common.config_io import load_point_config, parse_worker_args
 from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
@@ -335,12 +335,6 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "final_train_accuracy": log.train_accuracy[-1],
     }
     return {"measurements": measurements, "derived": derived}
-
-
-def is_out_of_memory(error: BaseException) -> bool:
-    """CUDA's allocator raises torch.OutOfMemoryError; the CPU allocator a RuntimeError that says so."""
-    return isinstance(error, torch.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "can't allocate memory" in str(error))
 
 
 def timing_words(clock_method: str) -> Dict[str, str]:
