@@ -8,7 +8,8 @@
 #   report.md, speedup.png, bars.txt (the bars, checked), run.log (every command and its time),
 #   hw5_h200_results.tar.gz (every point's config.yaml, result.json, logs; the whole report folder with
 #   its CSV and LaTeX tables).
-# GPUS (default: all that nvidia-smi lists, at most 4) picks N in {1, 2, 4} <= GPUS.
+# GPUS (default: all that nvidia-smi lists, at most 4) picks N in {1, 2, 4} <= GPUS; BAR_NS (default 1,4)
+# the N of the ResNet-50 bar stage (N = 2 is in the ddp stage's ResNet-18 study; BAR_NS=1,2,4 adds ~70 s).
 # STAGES (default bar,ddp,dp,limit,large): the stages to run, in this order.
 # BUDGET_S (default 450): a stage starts only if the seconds elapsed plus its estimate (EST_<stage>, from
 # a 1-GPU H200 run: ~13 s of start-up per point plus its epochs) stay within it; a skipped stage is listed
@@ -22,7 +23,7 @@
 #
 # Stages, most important first:
 #   bar    ResNet-50, synthetic data on the GPU, bf16 + channels_last (+ torch.compile), batch 256/GPU,
-#          N = 1,2,4 (DDP, weak scaling): images/s with instrumentation, plain vs instrumented side by side,
+#          N = 1,4 (DDP, weak scaling): images/s with instrumentation, plain vs instrumented side by side,
 #          weak-scaling efficiency; comm probe and NCCL kernel time
 #   ddp    hw5_scaling: CIFAR-shaped ResNet-18 (CIFAR stem), batch 32,128,512 per GPU x N = 1,2,4, comm
 #          probe (no_sync vs synced) + profiler NCCL time, h200_nvlink peak for the utilization
@@ -56,6 +57,7 @@ GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
 [ "$GPUS" -gt 4 ] && GPUS=4
 case $GPUS in 1) NS=1;; 2|3) NS=1,2; GPUS=2;; *) NS=1,2,4; GPUS=4;; esac
 MAXN=${NS##*,}
+BAR_NS=${BAR_NS:-$( [ "$MAXN" = 1 ] && echo 1 || echo "1,$MAXN" )}  # the bars need N = 1 and N = 4
 
 {
   echo "# run_h200.sh $(date -u +%FT%TZ) on $(hostname); GPUs used: $GPUS (N = $NS); budget ${BUDGET_S}s"
@@ -66,7 +68,8 @@ MAXN=${NS##*,}
 hpml() { python3 -m launcher.cli "$@"; }
 
 STAGES=${STAGES:-bar,ddp,dp,limit,large}
-EST_bar=${EST_bar:-170} EST_ddp=${EST_ddp:-150} EST_dp=${EST_dp:-100} EST_limit=${EST_limit:-40}
+# Estimates, seconds on 4 H200s (a point: ~13 s of start-up + its epochs; a compiled ResNet-50 point ~70 s).
+EST_bar=${EST_bar:-140} EST_ddp=${EST_ddp:-130} EST_dp=${EST_dp:-90} EST_limit=${EST_limit:-35}
 EST_large=${EST_large:-60}
 
 # stage NAME ESTIMATE_S hpml-launch-arguments...: one launch, unless the budget cannot hold it; logs its time.
@@ -87,7 +90,8 @@ stage() {
 GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
 HW5="workload.synthetic_samples=8192 workload.comm_probe_steps=20 workload.profile_comm_steps=5"
 
-stage bar "$EST_bar" experiment=hw5_resnet50_bar $GPU resources.workers_per_node=$NS ${BAR_EXTRA-workload.compile=true}
+stage bar "$EST_bar" experiment=hw5_resnet50_bar $GPU resources.workers_per_node=$BAR_NS \
+  ${BAR_EXTRA-workload.compile=true}
 stage ddp "$EST_ddp" experiment=hw5_scaling $GPU $HW5 resources.workers_per_node=$NS workload.batch_size=32,128,512
 stage dp "$EST_dp" experiment=hw5_scaling $GPU $HW5 workload.parallel=dp resources.workers_per_node=1 \
   workload.dp_devices=$NS workload.batch_size=32,512
