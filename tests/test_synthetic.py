@@ -17,7 +17,7 @@ import yaml
 from analysis.results import load_results
 from analysis.synthetic import protocol_table, synthetic_runs
 from conf.schema import ConfigValueError, NcclAlgo, SyntheticConfig, config_from_dict
-from workloads.synthetic import horovod_numbers, set_nccl_algo
+from workloads.synthetic import horovod_numbers, nccl_algo_value, set_nccl_algo
 
 TINY = ["experiment=synthetic_horovod"]
 
@@ -83,12 +83,20 @@ def test_a_bad_combination_fails_before_anything_runs(hpml, tmp_path):
     assert not (tmp_path / "sweeps").exists()
 
 
-def test_nccl_algo_reaches_the_environment(monkeypatch):
+def test_nccl_algo_reaches_the_environment_for_the_all_reduce_only(monkeypatch):
     monkeypatch.delenv("NCCL_ALGO", raising=False)
-    assert set_nccl_algo(NcclAlgo.auto) is None and "NCCL_ALGO" not in os.environ
+    assert set_nccl_algo(NcclAlgo.auto, (2, 28, 9)) is None and "NCCL_ALGO" not in os.environ
     monkeypatch.setenv("NCCL_ALGO", "Tree")
-    assert set_nccl_algo(NcclAlgo.auto) == "Tree"  # auto leaves the user's environment alone
-    assert set_nccl_algo(NcclAlgo.Ring) == "Ring" and os.environ["NCCL_ALGO"] == "Ring"
+    assert set_nccl_algo(NcclAlgo.auto, (2, 28, 9)) == "Tree"  # auto leaves the user's environment alone
+    assert set_nccl_algo(NcclAlgo.Ring, (2, 28, 9)) == "allreduce:ring" == os.environ["NCCL_ALGO"]
+    assert set_nccl_algo(NcclAlgo.Tree, (2, 24, 3)) == "allreduce:tree"
+
+
+def test_nccl_before_2_24_gets_a_bare_ring_and_refuses_tree():
+    # a bare NCCL_ALGO=Tree applies to every collective, and NCCL has no tree all-gather
+    assert nccl_algo_value(NcclAlgo.Ring, (2, 21, 5)) == "Ring"
+    with pytest.raises(RuntimeError, match="needs NCCL >= 2.24"):
+        nccl_algo_value(NcclAlgo.Tree, (2, 21, 5))
 
 
 def test_the_workloads_own_horovod_numbers_match_hand_computed_ones():
@@ -188,6 +196,6 @@ def test_nccl_on_two_gpus_with_a_forced_algorithm(tmp_path, compose_values, coll
                                     f"collective={collective}", "workload.data_parallel=horovod"])
     result, _ = run_torchrun(values, tmp_path / "points" / "0", 2)
     assert result["status"] == "ok" and result["environment"]["backend"] == "nccl"
-    algo = values["workload"]["nccl_algo"]
+    algo = "allreduce:" + values["workload"]["nccl_algo"].lower()  # the all-reduce only (NCCL >= 2.24)
     assert result["measurements"]["nccl_algo_env"] == algo and result["environment"]["env"]["NCCL_ALGO"] == algo
     assert "CUDA events" in result["timing"]["iteration"]
