@@ -22,6 +22,8 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
 import pandas as pd
 
+from analysis.results import workload_rows
+
 GB = 1e9
 
 # The table's columns, in order. time_s is the mean over timed iterations of the slowest rank's iteration
@@ -123,19 +125,7 @@ class BandwidthTable(NamedTuple):
 
 def allreduce_table(docs: Iterable[Dict[str, Any]]) -> BandwidthTable:
     """The all-reduce bandwidth table of result documents (e.g. analysis.results.load_results(...).rows)."""
-    rows: List[Dict[str, Any]] = []
-    skipped: List[str] = []
-    for doc in docs:
-        if doc["identity"]["workload"] != "allreduce":
-            continue
-        where = doc.get("path") or f"{doc['identity']['sweep']} point {doc['identity']['point']}"
-        if doc["status"] != "ok":
-            skipped.append(f"{where}: status {doc['status']} ({doc.get('reason')})")
-            continue
-        try:
-            rows.extend(allreduce_rows(doc))
-        except (KeyError, TypeError, ValueError) as error:
-            skipped.append(f"{where}: unreadable allreduce measurements ({type(error).__name__}: {error})")
+    rows, skipped = workload_rows(docs, "allreduce", allreduce_rows)
     table = pd.DataFrame(rows, columns=COLUMNS)
     table = table.sort_values(["sweep", "point", "repeat", "bytes"], kind="stable", ignore_index=True)
     return BandwidthTable(rows=table, skipped=skipped)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from analysis.schema import validate_result
 
@@ -114,3 +114,23 @@ def load_results(root: str | Path) -> LoadedResults:
     for manifest_path in sorted(root.rglob(MANIFEST_FILE)):
         loaded.problems.extend(missing_points(manifest_path.parent))
     return loaded
+
+
+def workload_rows(docs: Iterable[Mapping[str, Any]], workload: str,
+                  build: Callable[[Mapping[str, Any]], List[Dict[str, Any]]]) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """Rows that build(doc) makes from every ok result of one workload, and one line for each result of
+    that workload that gave none (not ok, or measurements it could not read). Other workloads are ignored."""
+    rows: List[Dict[str, Any]] = []
+    skipped: List[str] = []
+    for doc in docs:
+        if doc["identity"]["workload"] != workload:
+            continue
+        where = doc.get("path") or f"{doc['identity']['sweep']} point {doc['identity']['point']}"
+        if doc["status"] != "ok":
+            skipped.append(f"{where}: status {doc['status']} ({doc.get('reason')})")
+            continue
+        try:
+            rows.extend(build(doc))
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            skipped.append(f"{where}: unreadable {workload} measurements ({type(error).__name__}: {error})")
+    return rows, skipped

@@ -35,6 +35,7 @@ from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Seq
 
 import pandas as pd
 
+from analysis.results import workload_rows
 from analysis.scaling import configuration_items
 
 HOROVOD_Z = 1.96
@@ -185,19 +186,7 @@ class SyntheticRuns(NamedTuple):
 
 
 def synthetic_runs(docs: Iterable[Mapping[str, Any]]) -> SyntheticRuns:
-    rows: List[Dict[str, Any]] = []
-    skipped: List[str] = []
-    for doc in docs:
-        if doc["identity"]["workload"] != "synthetic":
-            continue
-        where = doc.get("path") or f"{doc['identity']['sweep']} point {doc['identity']['point']}"
-        if doc["status"] != "ok":
-            skipped.append(f"{where}: status {doc['status']} ({doc.get('reason')})")
-            continue
-        try:
-            rows.append(synthetic_run(doc))
-        except (KeyError, TypeError, ValueError, IndexError) as error:
-            skipped.append(f"{where}: unreadable synthetic measurements ({type(error).__name__}: {error})")
+    rows, skipped = workload_rows(docs, "synthetic", lambda doc: [synthetic_run(doc)])
     runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
     if not runs.empty:
         runs["label"] = label_configurations(runs, "config_key")
