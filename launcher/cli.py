@@ -11,6 +11,7 @@ USAGE = """usage: hpml <command> [args]
 
 commands:
   launch [overrides...]   compose a Hydra sweep (-m/--multirun, config groups, --cfg job) and run it
+         [--dry-run]      compose and check every point, print them; write and submit nothing
   status DIR              each point's state in a sweep directory
   resume DIR [--no-wait]  resubmit the points that failed, were cancelled or never ran
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR

@@ -122,7 +122,12 @@ class ProgressPrinter:
             self.last = line
 
 
+DRY_RUN_FLAG = "--dry-run"
+
+
 def launch(argv: Sequence[str]) -> int:
+    dry_run = DRY_RUN_FLAG in argv
+    argv = [arg for arg in argv if arg != DRY_RUN_FLAG]
     plan = plan_sweep(argv)
     if not plan.points:
         return 0  # --cfg, --help, --info: Hydra has printed what was asked
@@ -135,12 +140,23 @@ def launch(argv: Sequence[str]) -> int:
     if problems:
         raise LaunchError("\n".join(problems))  # one line per problem, nothing written or queued
     manifest = new_manifest(plan, argv)
+    if dry_run:
+        print_plan(manifest)
+        return 0
     plan.write_configs()
     write_manifest(sweep_dir, manifest)
     point_latest_at(sweep_dir)
     print(f"hpml: sweep {manifest['sweep']}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) "
           f"-> {sweep_dir}")
     return run_points(sweep_dir, manifest, specs, plan.points[0].config)
+
+
+def print_plan(manifest: Dict) -> None:
+    """--dry-run: what the launch would run, every point composed and checked; nothing written or submitted."""
+    print(f"hpml: sweep {manifest['sweep']}: {len(manifest['points'])} point(s) in {len(manifest['arrays'])} "
+          f"array(s) -> {manifest['dir']} (dry run: nothing written, nothing submitted)")
+    for point in manifest["points"]:
+        print(f"{point['point']:<6} {point['resources']:<40} {' '.join(point['overrides'])}")
 
 
 def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig) -> int:

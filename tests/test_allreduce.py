@@ -112,12 +112,16 @@ def write_point_config(values: dict, folder: Path) -> Path:
     return path
 
 
+RECORDED_ENV = {"NCCL_MIN_NCHANNELS": "32"}  # an NCCL tuning knob: every NCCL_* variable is kept
+UNRECORDED_ENV = {"HPML_TEST_TOKEN": "secret"}  # anything else off the allow-list is not
+
+
 def run_torchrun(config: Path, workers: int):
     """workloads.allreduce as a job runs it: torchrun on this node; returns (result.json, stdout)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
                "-m", "workloads.allreduce", "--config", str(config)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **RECORDED_ENV, **UNRECORDED_ENV})
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((config.parent / "result.json").read_text()), done.stdout
 
@@ -134,6 +138,8 @@ def test_torchrun_run_is_ok_and_correct_at_every_configured_size(torchrun_result
     assert result["schema_version"] == 1 and result["status"] == "ok" and result["reason"] is None
     assert result["identity"]["workload"] == "allreduce" and result["identity"]["point"] == 0
     assert result["environment"]["world_size"] == 2 and result["environment"]["backend"] == "gloo"
+    assert result["environment"]["env"]["NCCL_MIN_NCHANNELS"] == "32"
+    assert "HPML_TEST_TOKEN" not in result["environment"]["env"]
     sizes = result["measurements"]["sizes"]
     assert [s["bytes"] for s in sizes] == TINY_SIZES
     for size in sizes:

@@ -87,3 +87,21 @@ def test_cfg_job_prints_the_composed_config_without_launching(hpml, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "lr: 0.5" in done.stdout
     assert not (tmp_path / "sweeps").exists() or not list((tmp_path / "sweeps").rglob("config.yaml"))
+
+
+def test_dry_run_lists_every_checked_point_and_writes_nothing(hpml, tmp_path):
+    done = hpml("launch", "--dry-run", "workload.batch_size=8,16", "resources.workers_per_node=1,2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert "4 point(s)" in lines[0] and "dry run: nothing written, nothing submitted" in lines[0]
+    points = lines[1:]
+    assert [line.split()[0] for line in points] == ["0", "1", "2", "3"]
+    assert sum("workload.batch_size=16" in line and "resources.workers_per_node=2" in line for line in points) == 1
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_dry_run_still_rejects_a_bad_point(hpml, tmp_path):
+    done = hpml("launch", "--dry-run", "workload.epochs=3,abc")
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("hpml: error: workload.epochs: Value 'abc'")
+    assert not (tmp_path / "sweeps").exists()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import Dict, List
+from typing import Dict, List, Mapping
 
 import torch
 
 # Only these variables are recorded: enough to reproduce a run, never the whole (secret-bearing) environment.
+# Every NCCL_* variable is recorded too (ENV_ALLOW_PREFIXES): NCCL's tuning knobs (NCCL_MIN_NCHANNELS,
+# NCCL_BUFFSIZE, ...) change the measured bandwidth, and none of them holds a secret.
+ENV_ALLOW_PREFIXES = ("NCCL_",)
 ENV_ALLOW_LIST = (
     "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
     "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_IB_DISABLE",
@@ -20,8 +23,8 @@ ENV_ALLOW_LIST = (
 )
 
 
-def allowed_env() -> Dict[str, str]:
-    return {k: os.environ[k] for k in ENV_ALLOW_LIST if k in os.environ}
+def allowed_env(environ: Mapping[str, str] = os.environ) -> Dict[str, str]:
+    return {k: v for k, v in sorted(environ.items()) if k in ENV_ALLOW_LIST or k.startswith(ENV_ALLOW_PREFIXES)}
 
 
 def gpu_names() -> List[str]:
