@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 5, item 7: the Horovod-style synthetic benchmark, strong vs weak scaling, the all-reduce
 # implementations and the all-reduce bandwidth, on one host with 1, 2 and 4 H200 GPUs, through hpml's local
-# launcher (one torchrun per point), then `hpml report`. Ends within 6 minutes on 4 H200s.
+# launcher (one torchrun per point), then `hpml report`. Ends within 9.5 minutes on 4 H200s.
 #
 #   bash docs/results/horovod_synthetic/run_h200.sh       # from anywhere; results in $OUT
 #
@@ -9,19 +9,21 @@
 #   report.md, synthetic_throughput.png, allreduce_busbw.png, bars.txt (the bars, checked), run.log (every
 #   command and its time), horovod_synthetic_h200.tar.gz (every point's config.yaml, result.json and
 #   logs; the whole report folder with its CSVs).
-# GPUS (default: all that nvidia-smi lists, at most 4) picks N in {1, 2, 4} <= GPUS.
-# BUDGET_S (default 250): a stage that would start after this many seconds is skipped (listed as skipped
-# in run.log and bars.txt), so the run ends in time even on a slow start.
-# STAGES (default: all): the names of the stages to run, e.g. STAGES="allreduce bar".
+# GPUS, STAGES (default: all, in the order below), BUDGET_S (default 540) and DRY_RUN (=1: only check the
+# command lines) as docs/results/lib/stages.sh says; a stage whose estimate does not fit the budget is skipped
+# (listed in run.log and bars.txt) and can be run alone later, e.g. STAGES="collectives allreduce_n".
 # PROTOCOL (default horovod): conf/protocol/ of the synthetic stages; tiny for a smoke test of this script.
 # Python packages the CUDA image lacks (hydra-core, omegaconf, antlr4-python3-runtime, submitit) are
 # installed from .whl/ when missing (see /work/.library/device/README.md).
 #
-# Stages, most important first (a default run takes stages 1-4; the rest, item 4 on GPUs, in a second run
-# of about 3 minutes: STAGES="collectives methods allreduce_n" bash docs/results/horovod_synthetic/run_h200.sh):
+# Stages, most important first (all of them take ~12 minutes on 4 H200s: two runs, e.g. STAGES="allreduce
+# allreduce_env bar weak strong methods", then STAGES="collectives allreduce_n"):
 #   1 allreduce   all-reduce busbw, 1 KiB .. 1 GiB float32 on N = max GPUs, impl=hpml (every iteration
 #                 timed) and impl=raw (a bare torch.distributed.all_reduce loop) side by side, against the
 #                 NVLink peak (hardware=h200_nvlink). Bars: busbw at 1 GiB >= 360 GB/s, hpml within 2 % of raw.
+#     allreduce_env  the same at 256 MiB .. 1 GiB under NCCL's tuning variables, each its own sweep name:
+#                 default (NCCL_DEBUG_SUBSYS=INIT,TUNING logs the algorithm and channels chosen), NCCL_ALGO=Ring
+#                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32.
 #   2 bar         Horovod's protocol (ResNet-50, 224x224, batch 32 per GPU, 10 warm-up batches, iterations of
 #                 10 batches) with 30 iterations instead of 10 (BAR_ITERS): a 2-GPU check and a first 4-GPU
 #                 run saw a per-iteration CV of 4-6 %, too coarse for a 3 % comparison with 10. On N = max:
@@ -35,86 +37,45 @@
 #   6 methods     N = max: DDP vs Horovod-style at 0 (no fusion) and 25 MiB buckets. Stages 5 and 6 share
 #                 one sweep name: one comparison table (stage 2 has DDP and Horovod-style at 64 MiB).
 #   7 allreduce_n all-reduce busbw at N = 1 and 2 (impl=hpml).
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
-export PYTHONUNBUFFERED=1
-
-REPO=$(cd "$(dirname "$0")/../../.." && pwd)
-cd "$REPO" || exit 1
-OUT=${OUT:-$REPO/h200_out}
-mkdir -p "$OUT"
-WORK=$(mktemp -d /tmp/horovod_h200.XXXXXX)
-ROOT=$WORK/sweeps
-LOG=$OUT/run.log
-START=$(date +%s)
-BUDGET_S=${BUDGET_S:-250}
-
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/*.whl || { echo "missing hydra/omegaconf/submitit and no usable .whl/" | tee -a "$LOG"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
-
-GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
-[ "$GPUS" -gt 4 ] && GPUS=4
-case $GPUS in 1) NS=1;; 2|3) NS=1,2; GPUS=2;; *) NS=1,2,4; GPUS=4;; esac
-MAXN=${NS##*,}
-BELOW=$([ "$NS" = 1 ] || echo "${NS%,*}")  # the worker counts below the largest ("" on one GPU)
-
-{
-  echo "# run_h200.sh $(date -u +%FT%TZ) on $(hostname); GPUs used: $GPUS (N = $NS); budget ${BUDGET_S}s"
-  echo "# commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  nvidia-smi topo -m 2>/dev/null | head -n $((GPUS + 1))
-  python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
-} 2>&1 | tee "$LOG"
-
-hpml() { python3 -m launcher.cli "$@"; }
-
-# stage NAME -- hpml launch arguments...: runs one launch unless the budget is spent; logs its time.
-stage() {
-  local name=$1; shift
-  local now=$(( $(date +%s) - START ))
-  if [ -n "${STAGES:-}" ] && [[ " $STAGES " != *" $name "* ]]; then
-    echo "## stage $name: SKIPPED (not in STAGES=$STAGES)" | tee -a "$LOG"
-    return
-  fi
-  if [ "$now" -ge "$BUDGET_S" ]; then
-    echo "## stage $name: SKIPPED (elapsed ${now}s >= budget ${BUDGET_S}s)" | tee -a "$LOG"
-    return
-  fi
-  echo "## stage $name at ${now}s: hpml launch $*" | tee -a "$LOG"
-  local t0=$(date +%s)
-  hpml launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
-  echo "## stage $name: exit $? after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
-}
+NAME=horovod_h200 BUDGET_S=${BUDGET_S:-540}
+source "$(dirname "$0")/../lib/stages.sh"  # OUT, GPUS, STAGES, BUDGET_S, DRY_RUN; NS, MAXN, BELOW, LOG; stage()
 
 GPU="resources.gpus_per_node=$GPUS"
 HOROVOD="protocol=${PROTOCOL:-horovod} pricing=h200_cloud"
 ITERS="workload.num_iters=${BAR_ITERS:-30}"  # stages bar and weak: 30 iterations of 10 batches, not 10
+BIG="workload.min_bytes=268435456 workload.max_bytes=1073741824"  # 256 MiB, 512 MiB, 1 GiB
 
-stage allreduce experiment=allreduce_vs_bare $GPU hardware=h200_nvlink resources.workers_per_node=$MAXN \
+# Estimates in seconds, from the 4-GPU H200 run (a point: ~13 s of start-up, then its protocol).
+stage allreduce 30 experiment=allreduce_vs_bare $GPU hardware=h200_nvlink resources.workers_per_node=$MAXN \
   workload.max_bytes=1073741824
+# NCCL's own tuning knobs, each a sweep of its own (the variables are recorded in every result's environment):
+# the default run logs the algorithm and channels NCCL chose; then Ring/Simple forced, then 32 channels.
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING stage allreduce_env.default 25 experiment=allreduce_vs_bare $GPU \
+  hardware=h200_nvlink resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_default
+NCCL_ALGO=Ring NCCL_PROTO=Simple stage allreduce_env.ring_simple 25 experiment=allreduce_vs_bare $GPU \
+  hardware=h200_nvlink resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_ring_simple
+NCCL_MIN_NCHANNELS=32 stage allreduce_env.channels32 25 experiment=allreduce_vs_bare $GPU hardware=h200_nvlink \
+  resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_channels32
 for r in 0 1 2; do  # the bar: DDP then Horovod-style, 3 times over, so that a drift of the machine hits both
-  stage bar experiment=synthetic_horovod $GPU $HOROVOD $ITERS resources.workers_per_node=$MAXN sweep.repeat=$r
+  stage bar 55 experiment=synthetic_horovod $GPU $HOROVOD $ITERS resources.workers_per_node=$MAXN sweep.repeat=$r
 done
 if [ -n "$BELOW" ]; then
-  stage weak experiment=synthetic_horovod $GPU $HOROVOD $ITERS resources.workers_per_node=$BELOW \
+  stage weak 55 experiment=synthetic_horovod $GPU $HOROVOD $ITERS resources.workers_per_node=$BELOW \
     workload.data_parallel=ddp
 fi
-stage strong experiment=synthetic_scaling $GPU $HOROVOD resources.workers_per_node=$NS workload.scaling=strong \
+stage strong 70 experiment=synthetic_scaling $GPU $HOROVOD resources.workers_per_node=$NS workload.scaling=strong \
   workload.batch_size=128
-NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV stage collectives experiment=synthetic_allreduce $GPU $HOROVOD \
+stage methods 110 experiment=synthetic_allreduce $GPU $HOROVOD resources.workers_per_node=$MAXN \
+  workload.fusion_threshold_mb=0,25
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV stage collectives 130 experiment=synthetic_allreduce $GPU $HOROVOD \
   resources.workers_per_node=$MAXN workload.data_parallel=ddp workload.fusion_threshold_mb=64 \
   collective=gloo,nccl_ring,nccl_tree
-stage methods experiment=synthetic_allreduce $GPU $HOROVOD resources.workers_per_node=$MAXN \
-  workload.fusion_threshold_mb=0,25
 if [ -n "$BELOW" ]; then
-  stage allreduce_n experiment=allreduce_vs_bare $GPU hardware=h200_nvlink resources.workers_per_node=$BELOW \
+  stage allreduce_n 40 experiment=allreduce_vs_bare $GPU hardware=h200_nvlink resources.workers_per_node=$BELOW \
     workload.max_bytes=1073741824 workload.impl=hpml
 fi
 
+[ "$DRY_RUN" = 1 ] && exit 0
 echo "## report at $(( $(date +%s) - START ))s: hpml report $ROOT --out $WORK/report" | tee -a "$LOG"
 hpml report "$ROOT" --out "$WORK/report" >/dev/null 2>>"$LOG"
 for f in report.md synthetic_throughput.png allreduce_busbw.png; do cp "$WORK/report/$f" "$OUT/$f" 2>/dev/null; done
@@ -141,6 +102,13 @@ try:
               f"of 450 GB/s per direction")
     else:
         print("all-reduce bar: no 1 GiB rows for both impls")
+    for sweep, rows in bw[(bw["bytes"] == GiB) & bw["sweep"].str.startswith("allreduce_env_")].groupby("sweep"):
+        rates = dict(zip(rows["impl"], rows["busbw_GBps"]))
+        if {"hpml", "raw"} <= set(rates):
+            h, r = rates["hpml"], rates["raw"]
+            print(f"  {sweep} (same launch, N={maxn}): busbw at 1 GiB hpml {h:.1f}, bare {r:.1f} GB/s, hpml / bare "
+                  f"{h / r:.4f} (>= 360: {'PASS' if h >= 360 else 'FAIL'}; within 2 %: "
+                  f"{'PASS' if abs(h / r - 1) <= 0.02 else 'FAIL'})")
     for n, rows in bw[(bw["bytes"] == GiB)].groupby("world_size"):
         print(f"  N={n}: busbw at 1 GiB " + ", ".join(f"{i} {v:.1f}" for i, v in zip(rows["impl"], rows["busbw_GBps"])))
 except FileNotFoundError as error:
@@ -180,6 +148,14 @@ try:
               f"({row['vs_fastest']:.1%} of the fastest)")
 except FileNotFoundError as error:
     print(f"no comparison table: {error}")
+tuning = []  # what NCCL chose for the 1 GiB all-reduce and how many channels it built (default NCCL settings)
+for log_file in sorted(root.glob("*_allreduce_env_default/points/*/logs/torchrun.node0.*")):
+    for line in log_file.read_text(errors="replace").splitlines():
+        text = line.split("NCCL INFO", 1)[-1].strip()
+        if ("1073741824" in line or "coll channels" in line) and "NCCL INFO" in line and text not in tuning:
+            tuning.append(text)
+print("NCCL's choices at default settings (NCCL_DEBUG_SUBSYS=INIT,TUNING): "
+      + (" | ".join(tuning[:6]) if tuning else "not seen in the logs"))
 seen = {}
 for log_file in sorted(root.glob("*_synthetic_allreduce/points/*/logs/torchrun.node0.*")):  # NCCL logs to stdout
     for line in log_file.read_text(errors="replace").splitlines():
@@ -188,9 +164,8 @@ for log_file in sorted(root.glob("*_synthetic_allreduce/points/*/logs/torchrun.n
             break
 print("NCCL took NCCL_ALGO from the environment: " + ("; ".join(f"point {p}: {l}" for p, l in sorted(seen.items()))
                                                       or "not seen in the logs"))
-skipped = [line for line in log.read_text().splitlines() if "SKIPPED" in line]
-print("\n".join(skipped) if skipped else "all stages ran")
 EOF
+skipped_stages >>"$OUT/bars.txt"
 cat "$OUT/bars.txt" | tee -a "$LOG"
 
 tar -C "$WORK" -czf "$OUT/horovod_synthetic_h200.tar.gz" sweeps report

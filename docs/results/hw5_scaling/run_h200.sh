@@ -10,11 +10,10 @@
 #   its CSV and LaTeX tables).
 # GPUS (default: all that nvidia-smi lists, at most 4) picks N in {1, 2, 4} <= GPUS; BAR_NS (default 1,4)
 # the N of the ResNet-50 bar stage (N = 2 is in the ddp stage's ResNet-18 study; BAR_NS=1,2,4 adds ~70 s).
-# STAGES (default bar,ddp,dp,limit,large): the stages to run, in this order.
-# BUDGET_S (default 450): a stage starts only if the seconds elapsed plus its estimate (EST_<stage>, from
-# a 1-GPU H200 run: ~13 s of start-up per point plus its epochs) stay within it; a skipped stage is listed
-# in run.log and bars.txt and can be run alone afterwards (e.g. STAGES=limit,large). The run itself ends
-# within 8 minutes on 4 H200s.
+# STAGES (default: all, in the order below), BUDGET_S (default 450) and DRY_RUN (=1: only check the command
+# lines) as docs/results/lib/stages.sh says: a stage starts only if the seconds elapsed plus its estimate
+# (EST_<stage>, from the 1- and 4-GPU H200 runs) stay within the budget; a skipped stage is listed in run.log
+# and bars.txt and can be run alone afterwards (e.g. STAGES=limit,large).
 # BAR_EXTRA (default workload.compile=true): overrides of stage bar. On one H200 the eager loop ran at
 # 4,577 images/s and the compiled one at 6,536 (docs/results/hw5_scaling/README.md); BAR_EXTRA= (empty)
 # measures eager.
@@ -32,60 +31,14 @@
 #          probing the largest batch that fits (doubling until out of memory)
 #   large  hw5_large_batch: per-GPU batch 2048 on all GPUs (global 8192), 5 epochs: lr_scaling=none, and
 #          linear with warm-up 0 and 2 epochs: epoch-5 loss and accuracy
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
-export PYTHONUNBUFFERED=1
-
-REPO=$(cd "$(dirname "$0")/../../.." && pwd)
-cd "$REPO" || exit 1
-OUT=${OUT:-$REPO/h200_out}
-mkdir -p "$OUT"
-WORK=$(mktemp -d /tmp/hw5_h200.XXXXXX)
-ROOT=$WORK/sweeps
-LOG=$OUT/run.log
-START=$(date +%s)
-BUDGET_S=${BUDGET_S:-450}
-
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/*.whl || { echo "missing hydra/omegaconf/submitit and no usable .whl/" | tee -a "$LOG"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
-
-GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
-[ "$GPUS" -gt 4 ] && GPUS=4
-case $GPUS in 1) NS=1;; 2|3) NS=1,2; GPUS=2;; *) NS=1,2,4; GPUS=4;; esac
-MAXN=${NS##*,}
+NAME=hw5_h200 BUDGET_S=${BUDGET_S:-450}
+source "$(dirname "$0")/../lib/stages.sh"  # OUT, GPUS, STAGES, BUDGET_S, DRY_RUN; NS, MAXN, LOG, ROOT; stage()
 BAR_NS=${BAR_NS:-$( [ "$MAXN" = 1 ] && echo 1 || echo "1,$MAXN" )}  # the bars need N = 1 and N = 4
 
-{
-  echo "# run_h200.sh $(date -u +%FT%TZ) on $(hostname); GPUs used: $GPUS (N = $NS); budget ${BUDGET_S}s"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
-} 2>&1 | tee "$LOG"
-
-hpml() { python3 -m launcher.cli "$@"; }
-
-STAGES=${STAGES:-bar,ddp,dp,limit,large}
-# Estimates, seconds on 4 H200s (a point: ~13 s of start-up + its epochs; a compiled ResNet-50 point ~70 s).
-EST_bar=${EST_bar:-140} EST_ddp=${EST_ddp:-130} EST_dp=${EST_dp:-90} EST_limit=${EST_limit:-35}
-EST_large=${EST_large:-60}
-
-# stage NAME ESTIMATE_S hpml-launch-arguments...: one launch, unless the budget cannot hold it; logs its time.
-stage() {
-  local name=$1 est=$2; shift 2
-  case ",$STAGES," in *",${name%%.*},"*) ;; *) return ;; esac
-  local now=$(( $(date +%s) - START ))
-  if [ $(( now + est )) -gt "$BUDGET_S" ]; then
-    echo "## stage $name: SKIPPED (elapsed ${now}s + estimate ${est}s > budget ${BUDGET_S}s)" | tee -a "$LOG"
-    return
-  fi
-  echo "## stage $name at ${now}s: hpml launch $*" | tee -a "$LOG"
-  local t0=$(date +%s)
-  hpml launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
-  echo "## stage $name: exit $? after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
-}
+# Estimates, seconds on 4 H200s (a point: ~13 s of start-up + its epochs, ~25 s in all; a compiled ResNet-50
+# point ~60 s with the 5 x 40-step overhead check).
+EST_bar=${EST_bar:-130} EST_ddp=${EST_ddp:-230} EST_dp=${EST_dp:-150} EST_limit=${EST_limit:-60}
+EST_large=${EST_large:-90}
 
 GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
 HW5="workload.synthetic_samples=8192 workload.comm_probe_steps=20 workload.profile_comm_steps=5"
@@ -102,20 +55,21 @@ stage large.none $(( EST_large / 3 )) experiment=hw5_large_batch $GPU resources.
 stage large.linear $(( EST_large * 2 / 3 )) experiment=hw5_large_batch $GPU resources.workers_per_node=$MAXN \
   workload.batch_size=2048 workload.synthetic_samples=50000 workload.lr_scaling=linear workload.warmup_epochs=0,2
 
+[ "$DRY_RUN" = 1 ] && exit 0
 echo "## report at $(( $(date +%s) - START ))s: hpml report $ROOT --out $WORK/report" | tee -a "$LOG"
 hpml report "$ROOT" --out "$WORK/report" >/dev/null 2>>"$LOG"
 cp "$WORK/report/report.md" "$OUT/report.md" 2>/dev/null
 cp "$WORK/report/speedup.png" "$OUT/speedup.png" 2>/dev/null
 
 # The bars, read back from the report's CSV tables (numbers recomputed there from the raw arrays).
-python3 - "$WORK/report" "$LOG" >"$OUT/bars.txt" 2>&1 <<'EOF'
+python3 - "$WORK/report" >"$OUT/bars.txt" 2>&1 <<'EOF'
 import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-report, log = Path(sys.argv[1]), Path(sys.argv[2])
+report = Path(sys.argv[1])
 print("H200 bars (issue 4, item 9), from", report)
 try:
     overhead = pd.read_csv(report / "train_overhead.csv")
@@ -143,9 +97,8 @@ for _, row in scaling.sort_values("devices").iterrows():
     print(f"DDP weak scaling N={row['devices']} ({compiled(group_key=row['group_key'])}): "
           f"{row['samples_per_s']:.0f} images/s over the epoch, step {row['step_mean_s'] * 1e3:.2f} ms, "
           f"speedup {row['speedup']:.3f}, efficiency {row['efficiency'] * 100:.2f} %{verdict}")
-skipped = [line for line in log.read_text().splitlines() if "SKIPPED" in line]
-print("\n".join(skipped) if skipped else "all stages ran")
 EOF
+skipped_stages >>"$OUT/bars.txt"
 cat "$OUT/bars.txt" | tee -a "$LOG"
 
 find "$ROOT" -name checkpoint.pt -delete

@@ -1,0 +1,88 @@
+# Shared by the docs/results/*/run_h200.sh scripts: set-up, the machine's description and `stage`, which runs
+# one `hpml launch` unless it is not selected or would overrun the time budget. Source it after setting
+# BUDGET_S's default and NAME (the prefix of the work folder):
+#
+#   NAME=hw5_h200 BUDGET_S=${BUDGET_S:-450}; source "$(dirname "$0")/../lib/stages.sh"
+#
+# Environment read here:
+#   OUT      (default ./h200_out) the folder that receives the files; run.log there logs every stage
+#   GPUS     (default: all that nvidia-smi lists, at most 4): N in {1, 2, 4} <= GPUS; sets NS (e.g. 1,2,4),
+#            MAXN (the largest N) and BELOW (the Ns under MAXN, empty on one GPU)
+#   STAGES   (default: all) the stage names to run, separated by commas or spaces; a stage called
+#            "large.none" is selected by "large" or by "large.none"
+#   BUDGET_S a stage starts only if the seconds elapsed plus its estimate stay within it; a skipped stage
+#            is logged as SKIPPED, so it can be run alone later with STAGES=<name>
+#   DRY_RUN  =1: every stage runs `hpml launch --dry-run` (its points composed and checked, nothing run),
+#            the budget is not applied and nvidia-smi is not needed (give GPUS). A check of a script's
+#            command lines on any machine, before spending GPU time on them.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+export PYTHONUNBUFFERED=1
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+cd "$REPO" || exit 1
+OUT=${OUT:-$REPO/h200_out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d "/tmp/${NAME:-h200}.XXXXXX")
+ROOT=$WORK/sweeps
+LOG=$OUT/run.log
+START=$(date +%s)
+DRY_RUN=${DRY_RUN:-0}
+
+if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl || { echo "missing hydra/omegaconf/submitit and no usable .whl/" | tee -a "$LOG"; exit 1; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
+
+GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
+[ "$GPUS" -ge 1 ] || { echo "no GPU found (nvidia-smi -L); give GPUS=<n> with DRY_RUN=1" | tee -a "$LOG"; exit 1; }
+[ "$GPUS" -gt 4 ] && GPUS=4
+case $GPUS in 1) NS=1;; 2|3) NS=1,2; GPUS=2;; *) NS=1,2,4; GPUS=4;; esac
+MAXN=${NS##*,}
+BELOW=$([ "$NS" = 1 ] || echo "${NS%,*}")
+
+{
+  echo "# $(basename "$0") $(date -u +%FT%TZ) on $(hostname); GPUs used: $GPUS (N = $NS); budget ${BUDGET_S}s"
+  echo "# commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown); STAGES=${STAGES:-all}"
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "# DRY_RUN=1: points composed and checked, nothing run"
+  else
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    nvidia-smi topo -m 2>/dev/null | head -n $((GPUS + 1))
+    python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
+  fi
+} 2>&1 | tee "$LOG"
+
+hpml() { python3 -m launcher.cli "$@"; }
+
+# stage NAME ESTIMATE_S hpml-launch-arguments...: one launch (logged with its time), unless STAGES leaves it
+# out or the budget cannot hold its estimate.
+stage() {
+  local name=$1 est=$2; shift 2
+  local selected=" ${STAGES:-$name} "
+  selected=${selected//,/ }
+  if [[ "$selected" != *" $name "* && "$selected" != *" ${name%%.*} "* ]]; then
+    return
+  fi
+  local now=$(( $(date +%s) - START ))
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "## stage $name (estimate ${est}s): hpml launch --dry-run $*" | tee -a "$LOG"
+    hpml launch --dry-run "$@" sweep.root="$ROOT" 2>&1 | tee -a "$LOG"
+    return
+  fi
+  if [ $(( now + est )) -gt "$BUDGET_S" ]; then
+    echo "## stage $name: SKIPPED (elapsed ${now}s + estimate ${est}s > budget ${BUDGET_S}s)" | tee -a "$LOG"
+    return
+  fi
+  echo "## stage $name at ${now}s (estimate ${est}s): hpml launch $*" | tee -a "$LOG"
+  local t0=$(date +%s)
+  hpml launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
+  echo "## stage $name: exit $? after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
+}
+
+# skipped_stages: the SKIPPED lines of run.log, or "all stages ran"; for the end of bars.txt.
+skipped_stages() {
+  grep SKIPPED "$LOG" || echo "all selected stages ran"
+}
