@@ -168,6 +168,6 @@ EOF
 skipped_stages >>"$OUT/bars.txt"
 cat "$OUT/bars.txt" | tee -a "$LOG"
 
-tar -C "$WORK" -czf "$OUT/horovod_synthetic_h200.tar.gz" sweeps report
+finish_results horovod_synthetic_h200.tar.gz
 echo "## done at $(( $(date +%s) - START ))s; $(du -sh "$OUT/horovod_synthetic_h200.tar.gz" | cut -f1) of results" \
   | tee -a "$LOG"

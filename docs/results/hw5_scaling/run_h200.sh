@@ -101,6 +101,5 @@ EOF
 skipped_stages >>"$OUT/bars.txt"
 cat "$OUT/bars.txt" | tee -a "$LOG"
 
-find "$ROOT" -name checkpoint.pt -delete
-tar -C "$WORK" -czf "$OUT/hw5_h200_results.tar.gz" sweeps report
+finish_results hw5_h200_results.tar.gz
 echo "## done at $(( $(date +%s) - START ))s; $(du -sh "$OUT/hw5_h200_results.tar.gz" | cut -f1) of results" | tee -a "$LOG"

@@ -17,7 +17,7 @@
 #            command lines on any machine, before spending GPU time on them.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1  # a worker stopped with SIGABRT logs where it was
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$REPO" || exit 1
@@ -76,10 +76,35 @@ stage() {
     echo "## stage $name: SKIPPED (elapsed ${now}s + estimate ${est}s > budget ${BUDGET_S}s)" | tee -a "$LOG"
     return
   fi
-  echo "## stage $name at ${now}s (estimate ${est}s): hpml launch $*" | tee -a "$LOG"
-  local t0=$(date +%s)
-  hpml launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
-  echo "## stage $name: exit $? after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
+  # A stage that hangs is stopped at twice its estimate (and before the budget's end), its workers too
+  # (torchrun starts them in sessions of their own), and what finished before is kept: save_results.
+  local limit=$(( est * 2 + 30 )) left=$(( BUDGET_S + 30 - now ))
+  [ "$left" -lt "$limit" ] && limit=$left
+  echo "## stage $name at ${now}s (estimate ${est}s, stopped after ${limit}s): hpml launch $*" | tee -a "$LOG"
+  local t0=$(date +%s) rc
+  timeout -k 10 "$limit" python3 -m launcher.cli launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
+  rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "## stage $name: STOPPED after ${limit}s; its unfinished points are lost" | tee -a "$LOG"
+    # SIGABRT first: with PYTHONFAULTHANDLER=1 a hung worker writes every thread's stack to its log.
+    pkill -ABRT -f "workloads\.(train|synthetic|allreduce)" 2>/dev/null && sleep 3
+    pkill -9 -f "workloads\.(train|synthetic|allreduce)" 2>/dev/null
+    sleep 2
+  fi
+  echo "## stage $name: exit $rc after $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
+  save_results
+}
+
+# save_results: every finished point so far into $OUT/<NAME>_partial.tar.gz (replaced after each stage), so
+# that a call cut short still returns them; finish_results replaces it with the whole tarball.
+save_results() {
+  [ -d "$ROOT" ] && tar -C "$WORK" -czf "$OUT/${NAME:-h200}_partial.tar.gz" --exclude=checkpoint.pt sweeps
+}
+
+# finish_results TARBALL: sweeps and report into $OUT/TARBALL; the partial tarball goes.
+finish_results() {
+  find "$ROOT" -name checkpoint.pt -delete 2>/dev/null
+  tar -C "$WORK" -czf "$OUT/$1" sweeps report && rm -f "$OUT/${NAME:-h200}_partial.tar.gz"
 }
 
 # skipped_stages: the SKIPPED lines of run.log, or "all stages ran"; for the end of bars.txt.
