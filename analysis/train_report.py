@@ -202,6 +202,13 @@ def overhead_sections(table: pd.DataFrame) -> List[Section]:
     return [Section("train_overhead", "Instrumentation overhead", intro, headers, body, table)]
 
 
+def _batch(value: Any) -> str:
+    """A batch size as an integer; "" when there is none (pandas stores a column with a None as NaN floats)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(int(value))
+
+
 def batch_probe_sections(table: pd.DataFrame) -> List[Section]:
     if table.empty:
         return []
@@ -211,8 +218,8 @@ def batch_probe_sections(table: pd.DataFrame) -> List[Section]:
     headers = ["result", "model", "precision", "tried", "largest that fits", "first out of memory",
                "peak memory of the largest [GB]"]
     body = [[r["path"], r["model"], r["precision"], ", ".join(str(b) for b in r["tried"]),
-             _num(r["largest_fitting"], "d") if r["largest_fitting"] is not None else "none",
-             r["first_oom"] if r["first_oom"] is not None else f"none up to {r['limit']}",
+             _batch(r["largest_fitting"]) or "none",
+             _batch(r["first_oom"]) or f"none up to {_batch(r['limit'])}",
              _num(r["largest_peak_memory_bytes"] / 1e9 if r["largest_peak_memory_bytes"] else None, ".2f")]
             for _, r in table.iterrows()]
     return [Section("train_batch_probe", "Largest batch that fits", intro, headers, body, table)]

@@ -203,3 +203,27 @@ def test_report_writes_study_tables_in_three_formats_and_the_plot(tmp_path, caps
         rows = list(csv.DictReader(f))
     two = [r for r in rows if r["devices"] == "2"][0]
     assert int(two["runs"]) == 2 and int(two["n"]) == 4 and float(two["speedup"]) == pytest.approx(2.0)
+
+
+def probe_result(point, start, tried):
+    """A result whose largest-batch probe tried (batch, fits, peak bytes) in order."""
+    doc = study_result(point, batch=start)
+    fitting = [batch for batch, fits, _ in tried if fits]
+    oom = [batch for batch, fits, _ in tried if not fits]
+    doc["measurements"]["batch_probe"] = {
+        "start": start, "limit": 131072, "largest_fitting": fitting[-1] if fitting else None,
+        "first_oom": oom[0] if oom else None,
+        "tried": [{"batch": b, "fits": f, "peak_memory_bytes": m} for b, f, m in tried]}
+    return doc
+
+
+def test_batch_probe_section_with_a_point_where_nothing_fits():
+    # The H200 run: batch 8192 fits up to 16384; at 32768 nothing fits. pandas turns the column holding a
+    # None into floats; the table must still print whole batch sizes.
+    runs = tt.runs_of(rows_of(probe_result(0, 8192, [(8192, True, 40e9), (16384, True, 80e9), (32768, False, None)]),
+                              probe_result(1, 32768, [(32768, False, None)])))
+    from analysis.train_report import batch_probe_sections
+    [section] = batch_probe_sections(tt.batch_probe_table(runs))
+    assert [row[3:6] for row in section.rows] == [["8192, 16384, 32768", "16384", "32768"],
+                                                 ["32768", "none", "32768"]]
+    assert section.rows[0][6] == "80.00" and section.rows[1][6] == "—"
