@@ -17,7 +17,7 @@ from workloads import lr_schedule, overhead, parallel, phases
 from workloads.batch_probe import probe_max_batch
 from workloads.data import DeviceBatches, cifar10_on_disk, resolve_dataset
 from workloads.model import build_model, gradient_bytes
-from workloads.train import is_out_of_memory, per_worker_batch
+from workloads.train import cudnn_benchmark_in_force, is_out_of_memory, per_worker_batch
 
 
 # --- learning rate (Goyal et al.) ---------------------------------------------------------------------
@@ -129,6 +129,18 @@ def test_study_keys_compose_and_validate(compose_values):
                                          "workload.scaling=strong", "workload.batch_size=30"]))
     hardware = compose_values(["hardware=h200_nvlink"])["workload"]
     assert (hardware["link"], hardware["link_peak_GBps"]) == ("h200_nvlink", 450.0)
+
+
+@pytest.mark.parametrize("overrides, in_force", [
+    ([], True),                                                                    # DDP: as configured
+    (["workload.cudnn_benchmark=false"], False),
+    (["workload.parallel=dp", "resources.gpus_per_node=1"], True),                 # one GPU: no replica threads
+    (["workload.parallel=dp", "resources.gpus_per_node=2", "workload.dp_devices=2"], False),
+])
+def test_cudnn_benchmark_is_off_only_under_data_parallel_over_several_gpus(compose_values, overrides, in_force):
+    from conf.schema import config_from_dict
+
+    assert cudnn_benchmark_in_force(config_from_dict(compose_values(overrides)).workload) is in_force
 
 
 # --- phase clock ---------------------------------------------------------------------------------------

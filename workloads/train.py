@@ -217,9 +217,20 @@ def probe_batches(cfg: TrainConfig, ctx: DistContext) -> Dict[str, Any]:
     return probe
 
 
+def cudnn_benchmark_in_force(cfg: TrainConfig) -> bool:
+    """workload.cudnn_benchmark, except under DataParallel over several GPUs. PyTorch keeps the cuDNN plans
+    that benchmark mode found per thread, and DataParallel runs every replica's forward in a new thread at
+    every step, so each forward tunes its convolutions again: on 2 H200s a ResNet-18 step at batch 32 per GPU
+    took 0.5 s (forward) instead of ~10 ms (docs/results/hw5_scaling/h200_4gpu_dp_stopped)."""
+    return cfg.cudnn_benchmark and not (cfg.parallel == Parallel.dp and cfg.dp_devices > 1)
+
+
 def configure_backends(cfg: TrainConfig, ctx: DistContext) -> None:
     if ctx.device.type == "cuda":
-        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+        torch.backends.cudnn.benchmark = cudnn_benchmark_in_force(cfg)
+        if cfg.cudnn_benchmark and not torch.backends.cudnn.benchmark and ctx.is_main:
+            print("[rank 0] note: cudnn.benchmark off under DataParallel over several GPUs (its per-step threads "
+                  "would re-tune every forward)", flush=True)
         torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
         torch.backends.cudnn.allow_tf32 = cfg.tf32
 
@@ -322,6 +333,7 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "comm_profile": extras.comm_profile,
         "overhead_check": extras.overhead_check,
         "batch_probe": extras.batch_probe,
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if torch.cuda.is_available() else None,
     }
     epoch_mean = statistics.fmean(epoch_times[1:])
     derived = {
