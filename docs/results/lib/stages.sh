@@ -9,7 +9,8 @@
 #   GPUS     (default: all that nvidia-smi lists, at most 4): N in {1, 2, 4} <= GPUS; sets NS (e.g. 1,2,4),
 #            MAXN (the largest N) and BELOW (the Ns under MAXN, empty on one GPU)
 #   STAGES   (default: all) the stage names to run, separated by commas or spaces; a stage called
-#            "large.none" is selected by "large" or by "large.none"
+#            "large.none" is selected by "large" or by "large.none". They run in the script's order, not in
+#            STAGES's (STAGES=limit,dp still runs dp first)
 #   BUDGET_S a stage starts only if the seconds elapsed plus its estimate stay within it; a skipped stage
 #            is logged as SKIPPED, so it can be run alone later with STAGES=<name>
 #   DRY_RUN  =1: every stage runs `hpml launch --dry-run` (its points composed and checked, nothing run),
@@ -45,7 +46,10 @@ BELOW=$([ "$NS" = 1 ] || echo "${NS%,*}")
 
 {
   echo "# $(basename "$0") $(date -u +%FT%TZ) on $(hostname); GPUs used: $GPUS (N = $NS); budget ${BUDGET_S}s"
-  echo "# commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown); STAGES=${STAGES:-all}"
+  # The device tool copies the working tree, not always a current .git: the scripts' own hashes say which ran.
+  echo "# git HEAD of this copy $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown); sha256:" \
+    "$(sha256sum "$0" | cut -c1-12) $(basename "$0"), $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12) stages.sh;" \
+    "STAGES=${STAGES:-all}"
   if [ "$DRY_RUN" = 1 ]; then
     echo "# DRY_RUN=1: points composed and checked, nothing run"
   else
