@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return report_main(rest)
     except Exception as error:  # noqa: BLE001 - user errors become one line; tracebacks stay for bugs
-        from conf.schema import ConfigValueError
+        from conf.validation import ConfigValueError
         from launcher.launch import LaunchError
 
         if isinstance(error, (LaunchError, FileNotFoundError, ConfigValueError)):

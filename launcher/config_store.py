@@ -1,10 +1,12 @@
-"""Registers the schemas of conf/schema.py in Hydra's ConfigStore (the YAML files under conf/ name them)."""
+"""Registers the schemas of conf/schema.py and conf/workload_schemas.py in Hydra's ConfigStore (the YAML
+files under conf/ name them: hpml_schema, cluster_schema, <workload>_schema@workload)."""
 
 from __future__ import annotations
 
 from hydra.core.config_store import ConfigStore
 
-from conf.schema import WORKLOAD_SCHEMAS, ClusterConfig, HpmlConfig
+from conf.schema import ClusterConfig, HpmlConfig
+from conf.workload_schemas import WORKLOAD_SCHEMAS
 
 
 def register_schemas() -> None:

@@ -30,7 +30,7 @@ def _squash(text: str) -> str:
 
 
 def one_line(error: BaseException) -> str:
-    from conf.schema import ConfigValueError
+    from conf.validation import ConfigValueError
 
     for link in _chain(error):
         if isinstance(link, ConfigValueError):

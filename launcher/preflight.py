@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import List, Sequence
 
-from conf.schema import Dataset, HpmlConfig, TrainConfig
+from conf.schema import HpmlConfig
+from conf.workload_schemas import Dataset, TrainConfig
 
 CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
 

@@ -16,7 +16,9 @@ import yaml
 
 from analysis.bandwidth import allreduce_table
 from analysis.results import load_results
-from conf.schema import AllreduceConfig, ConfigValueError, config_from_dict
+from conf.schema import config_from_dict
+from conf.validation import ConfigValueError
+from conf.workload_schemas import AllreduceConfig
 from workloads.allreduce import derive_size, fill_check_pattern, sum_is_correct
 
 KiB = 1024

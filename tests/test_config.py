@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conf.schema import ConfigValueError, HpmlConfig, Scaling, config_from_dict
+from conf.schema import HpmlConfig, config_from_dict
+from conf.validation import ConfigValueError
+from conf.workload_schemas import Scaling
 
 PRESETS = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "conf" / "experiment").glob("*.yaml"))
 

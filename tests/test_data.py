@@ -10,7 +10,8 @@ import pytest
 import torch
 from PIL import Image
 
-from conf.schema import Dataset, config_from_dict
+from conf.schema import config_from_dict
+from conf.workload_schemas import Dataset
 from launcher.preflight import data_problem
 from workloads.data import build_dataset
 

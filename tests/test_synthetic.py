@@ -16,7 +16,9 @@ import yaml
 
 from analysis.results import load_results
 from analysis.synthetic import protocol_table, synthetic_runs
-from conf.schema import ConfigValueError, NcclAlgo, SyntheticConfig, config_from_dict
+from conf.schema import config_from_dict
+from conf.validation import ConfigValueError
+from conf.workload_schemas import NcclAlgo, SyntheticConfig
 from workloads.synthetic import horovod_numbers, nccl_algo_value, set_nccl_algo
 
 TINY = ["experiment=synthetic_horovod"]

@@ -11,8 +11,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from conf.schema import (ConfigValueError, Dataset, LrScaling, Parallel, ResourcesConfig, Scaling,
-                         check_data_parallel)
+from conf.schema import ResourcesConfig
+from conf.validation import ConfigValueError
+from conf.workload_schemas import Dataset, LrScaling, Parallel, Scaling, check_data_parallel
 from workloads import lr_schedule, overhead, parallel, phases
 from workloads.batch_probe import probe_max_batch
 from workloads.data import DeviceBatches, cifar10_on_disk, resolve_dataset

@@ -41,7 +41,7 @@ import torch.distributed as dist
 from omegaconf import OmegaConf
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.schema import DTYPE_BYTES, AllreduceConfig, AllreduceImpl, DType
+from conf.workload_schemas import DTYPE_BYTES, AllreduceConfig, AllreduceImpl, DType
 from workloads.common.config_io import load_point_config, parse_worker_args
 from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
 from workloads.common.environment import describe_environment

@@ -15,8 +15,8 @@ from typing import Iterator, List, Optional, Tuple
 import torch
 from torch.utils.data import Dataset
 
-from conf.schema import Dataset as DatasetKind
-from conf.schema import TrainConfig
+from conf.workload_schemas import Dataset as DatasetKind
+from conf.workload_schemas import TrainConfig
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)

@@ -13,7 +13,7 @@ Pure functions: the train loop calls `lr_at_step` before each optimizer step.
 
 from __future__ import annotations
 
-from conf.schema import LrScaling
+from conf.workload_schemas import LrScaling
 
 
 def target_lr(lr: float, scaling: LrScaling, global_batch: int, base_batch: int) -> float:

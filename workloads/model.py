@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torchvision
 
-from conf.schema import TrainConfig
+from conf.workload_schemas import TrainConfig
 
 
 def memory_format(cfg: TrainConfig) -> torch.memory_format:

@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 import torch
 from torch.nn.parallel import DataParallel, DistributedDataParallel
 
-from conf.schema import Parallel, TrainConfig
+from conf.workload_schemas import Parallel, TrainConfig
 from workloads.common.distributed import DistContext
 
 

@@ -56,7 +56,7 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compr
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
-from conf.schema import DataParallel, NcclAlgo, SyntheticConfig
+from conf.workload_schemas import DataParallel, NcclAlgo, SyntheticConfig
 from workloads.common.config_io import load_point_config, parse_worker_args
 from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
 from workloads.common.environment import describe_environment

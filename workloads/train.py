@@ -28,7 +28,8 @@ from omegaconf import OmegaConf
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.utils.data import DataLoader, DistributedSampler
 
-from conf.schema import Dataset, HpmlConfig, Parallel, Precision, Scaling, TrainConfig
+from conf.schema import HpmlConfig
+from conf.workload_schemas import Dataset, Parallel, Precision, Scaling, TrainConfig
 from workloads import overhead, parallel
 from workloads.batch_probe import is_out_of_memory, probe_max_batch
 from workloads.common.checkpoint import CHECKPOINT_FILE, EpochCheckpoint

@@ -8,7 +8,8 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from conf.schema import WORKLOAD_SCHEMAS, HpmlConfig
+from conf.schema import HpmlConfig
+from conf.workload_schemas import WORKLOAD_SCHEMAS
 
 
 def load_point_config(path: str | Path) -> HpmlConfig:

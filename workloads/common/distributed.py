@@ -10,7 +10,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from conf.schema import Backend, Device, ResourcesConfig
+from conf.schema import ResourcesConfig
+from conf.workload_schemas import Backend, Device
 
 
 @dataclass(frozen=True)
