@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Mapping
 
 import pandas as pd
 
-from analysis.schema import TRAINING_WORKLOADS, WARMUP_EPOCHS
+from analysis.schema import TRAINING_WORKLOADS, timed_values
 
 # Config groups that say where and how a point ran, not what it measured.
 NOT_CONFIGURATION = ("sweep.", "resources.", "cluster.")
@@ -82,8 +82,8 @@ def sample_std(values: List[float]) -> float:
 def run_record(row: Mapping[str, Any]) -> Dict[str, Any]:
     """One ok training result as a flat record; every number recomputed from the raw arrays."""
     m, config = row["measurements"], row["config"]
-    epochs = m["epoch_time_s"][WARMUP_EPOCHS:]
-    steps = [s for epoch in m["step_time_s"][WARMUP_EPOCHS:] for s in epoch]
+    epochs = timed_values(m["epoch_time_s"], m)
+    steps = [s for epoch in timed_values(m["step_time_s"], m) for s in epoch]
     scaling = config["workload"]["scaling"]
     epoch_mean = statistics.fmean(epochs)
     return {

@@ -17,6 +17,25 @@ SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "oom", "timeout")
 SCALING_MODES = ("weak", "strong")
 WARMUP_EPOCHS = 1  # epoch 1 is warm-up: its time is never reported
+
+
+def timed_epoch_indices(measurements: Mapping[str, Any]) -> List[int]:
+    """0-based indices of the epochs a training result's times count: every epoch but the cold ones.
+
+    Cold epochs (`measurements.cold_epochs`) are those a fresh process started with: epoch 1 always, and the
+    first epoch after each resume from a checkpoint (a requeued job re-imports, re-initialises NCCL and
+    re-tunes cuDNN). Results written before the key existed have only epoch 1 cold. Should every epoch be
+    cold (a job requeued after each epoch), only epoch 1 is dropped, so the result still has a time.
+    """
+    epochs = len(measurements["epoch_time_s"])
+    cold = set(measurements.get("cold_epochs") or range(WARMUP_EPOCHS))
+    timed = [i for i in range(epochs) if i not in cold]
+    return timed or list(range(WARMUP_EPOCHS, epochs))
+
+
+def timed_values(values: List[Any], measurements: Mapping[str, Any]) -> List[Any]:
+    """The entries of a per-epoch list that belong to timed epochs (see timed_epoch_indices)."""
+    return [values[i] for i in timed_epoch_indices(measurements)]
 TRAINING_WORKLOADS = ("train",)  # workloads whose ok results carry the per-epoch arrays checked below
 
 
@@ -134,10 +153,14 @@ def _training_consistency(doc: Mapping[str, Any]) -> List[str]:
     if epochs <= WARMUP_EPOCHS:
         errors.append(f"measurements.epoch_time_s: {epochs} epoch(s); an ok result needs at least "
                       f"{WARMUP_EPOCHS + 1} (epoch 1 is warm-up and is not reported)")
+    cold = m.get("cold_epochs")  # optional: results written before it existed have only epoch 1 cold
+    if cold is not None and not (isinstance(cold, list) and all(type(i) is int and 0 <= i < epochs for i in cold)):
+        errors.append(f"measurements.cold_epochs: expected epoch indices 0..{epochs - 1}, got {_shown(cold)}")
+        return errors  # the checks below count timed epochs by it
     for key in ("epoch_time_s_per_rank", "step_time_s"):
         if len(m[key]) != epochs:
             errors.append(f"measurements.{key}: {len(m[key])} epoch(s), but epoch_time_s has {epochs}")
-    if any(len(steps) == 0 for steps in m["step_time_s"][WARMUP_EPOCHS:]):
+    if len(m["step_time_s"]) == epochs and any(len(steps) == 0 for steps in timed_values(m["step_time_s"], m)):
         errors.append("measurements.step_time_s: a timed epoch has no steps")
     resources, world_size = doc["config"]["resources"], doc["environment"]["world_size"]
     planned = resources["nodes"] * resources["workers_per_node"]

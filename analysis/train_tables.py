@@ -37,7 +37,7 @@ import pandas as pd
 
 from analysis.bandwidth import algbw, busbw, ring_allreduce_time, ring_utilization
 from analysis.scaling import configuration_items
-from analysis.schema import WARMUP_EPOCHS
+from analysis.schema import timed_values
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer")
 NOT_GROUP = ("workload.dp_devices", "workload.batch_size", "workload.max_batch_probe", "workload.comm_probe_steps",
@@ -73,10 +73,6 @@ def per_device_batch_of(config: Mapping[str, Any]) -> int:
     return w["batch_size"] if w["scaling"] == "weak" else w["batch_size"] // devices_of(config)
 
 
-def _timed(values: List[Any]) -> List[Any]:
-    return values[WARMUP_EPOCHS:]
-
-
 def run_record(row: Mapping[str, Any]) -> Dict[str, Any]:
     """One study result as a flat record (ok or oom); numbers from the raw arrays."""
     config, m = row["config"], row["measurements"]
@@ -98,11 +94,11 @@ def run_record(row: Mapping[str, Any]) -> Dict[str, Any]:
     }
     if row["status"] != "ok":
         return record
-    steps = [s for epoch in _timed(m["step_time_s"]) for s in epoch]
-    phase_steps = {p: [s for epoch in _timed(m["phase_time_s"][p]) for s in epoch] for p in PHASES}
+    steps = [s for epoch in timed_values(m["step_time_s"], m) for s in epoch]
+    phase_steps = {p: [s for epoch in timed_values(m["phase_time_s"][p], m) for s in epoch] for p in PHASES}
     record.update({
         "steps_per_epoch": m["steps_per_epoch"], "samples_per_epoch": m["samples_per_epoch"],
-        "epoch_total_s": _timed(m["epoch_time_s"]), "epoch_train_s": _timed(m["train_time_s"]),
+        "epoch_total_s": timed_values(m["epoch_time_s"], m), "epoch_train_s": timed_values(m["train_time_s"], m),
         "step_s": steps, "phase_steps_s": phase_steps,
         "train_loss": m["train_loss"], "train_accuracy": m["train_accuracy"],
         "lr_target": m.get("lr_target"), "gradient_bytes": m.get("gradient_bytes"),

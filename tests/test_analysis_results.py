@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from analysis.results import load_results, validate_result
+from analysis.schema import timed_epoch_indices, timed_values
 from analysis.testing import fake_result, write_fake_manifest, write_fake_result
 from workloads.common.result import build_result, write_result
 
@@ -82,6 +83,8 @@ def test_failed_results_load_without_measurements(tmp_path):
     (lambda d: d["measurements"].update(step_time_s=[[1], [1]]), ["measurements.step_time_s: 2 epoch(s)"]),
     (lambda d: d["config"]["workload"].update(scaling="both"), ["config.workload.scaling: expected one of"]),
     (lambda d: d["environment"].update(world_size=3), ["environment.world_size: 3 workers ran"]),
+    (lambda d: d["measurements"].update(cold_epochs=[0, 3]), ["measurements.cold_epochs: expected epoch indices 0..2"]),
+    (lambda d: d["measurements"].update(cold_epochs="0"), ["measurements.cold_epochs: expected epoch indices"]),
 ])
 def test_validate_result_names_each_broken_rule(change, expected):
     doc = good(0)
@@ -96,6 +99,29 @@ def test_an_ok_result_needs_a_timed_epoch_after_warm_up():
     doc = fake_result(point=0, epoch_times=[9], step_times=[[1]])
     assert validate_result(doc) == ["measurements.epoch_time_s: 1 epoch(s); an ok result needs at least 2 "
                                     "(epoch 1 is warm-up and is not reported)"]
+
+
+@pytest.mark.parametrize("cold, timed", [
+    (None, [1, 2, 3]),      # a result from before cold_epochs: epoch 1 only
+    ([0], [1, 2, 3]),
+    ([0, 2], [1, 3]),       # resumed from a checkpoint before epoch 3: its first epoch is cold too
+    ([0, 1, 2, 3], [1, 2, 3]),  # every epoch cold (requeued after each): fall back to dropping epoch 1
+])
+def test_timed_epochs_leave_out_the_cold_ones(cold, timed):
+    m = {"epoch_time_s": [9.0, 4.0, 7.0, 5.0]}
+    if cold is not None:
+        m["cold_epochs"] = cold
+    assert timed_epoch_indices(m) == timed
+    assert timed_values(m["epoch_time_s"], m) == [m["epoch_time_s"][i] for i in timed]
+
+
+def test_a_resumed_run_reports_the_mean_of_its_warm_epochs():
+    # Epoch 3 (index 2) started a requeued process: 7.0 s of it is start-up, and the speedup must not see it.
+    doc = fake_result(point=0, epoch_times=[9.0, 4.0, 7.0, 5.0], step_times=[[1.0]] * 4)
+    doc["measurements"]["cold_epochs"] = [0, 2]
+    assert validate_result(doc) == []
+    from analysis.scaling import run_record
+    assert run_record({**doc, "path": "p"})["epoch_time_mean_s"] == pytest.approx(4.5)  # (4 + 5) / 2
 
 
 def test_round_trip_through_the_workloads_result_writer(tmp_path):

@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -209,6 +211,12 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpm
     for key in ("train_loss", "train_accuracy", "steps_per_epoch", "global_batch"):
         assert interrupted["measurements"][key] == reference["measurements"][key], key
     assert len(interrupted["measurements"]["epoch_time_s"]) == 10
+    # The first epoch of the requeued process is cold (start-up, NCCL, cuDNN) and is not timed.
+    resumed_after = int(re.search(r"resumed from \S+ after epoch (\d+)", log).group(1))
+    m = interrupted["measurements"]
+    assert m["cold_epochs"] == [0, resumed_after]
+    warm = [t for i, t in enumerate(m["epoch_time_s"]) if i not in (0, resumed_after)]
+    assert interrupted["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(warm))
 
 
 def test_submitting_1000_points_takes_under_10_s(hpml, tmp_path):

@@ -73,6 +73,7 @@ def test_ddp_points_measure_comm_overhead_and_the_batch_limit(study):
         assert m["overhead_check"]["rounds"] == 1
         assert m["batch_probe"]["largest_fitting"] == 16
         assert "found no CIFAR-10" in m["dataset_note"]
+        assert m["cold_epochs"] == [0]  # an uninterrupted run: only the warm-up epoch is cold
 
 
 def test_dp_runs_on_cpu_with_one_device(study):

@@ -62,6 +62,9 @@ class EpochLog:
     train_loss: List[float] = field(default_factory=list)
     train_accuracy: List[float] = field(default_factory=list)
     lr_last: List[float] = field(default_factory=list)  # the rate of each epoch's last step
+    # 0-based epochs that a fresh process started with: 0, and the first epoch after each resume from a
+    # checkpoint (imports, NCCL set-up and cuDNN tuning again). Their times are not counted.
+    cold_epochs: List[int] = field(default_factory=list)
 
 
 def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
@@ -258,6 +261,8 @@ def train(cfg: TrainConfig, config: HpmlConfig, ctx: DistContext, point_dir: Pat
     checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
     first_epoch = checkpoint.restore(model, optimizer, log, ctx.device) if checkpoint else 0
     stepper.global_step = first_epoch * len(loader)
+    if first_epoch < cfg.epochs:  # epoch 1 is always cold, whatever an older checkpoint recorded
+        log.cold_epochs = sorted({0, *log.cold_epochs, first_epoch})
     if first_epoch and ctx.is_main:
         print(f"[rank 0] resumed from {checkpoint.path} after epoch {first_epoch}", flush=True)
     for epoch in range(first_epoch, cfg.epochs):
@@ -300,12 +305,15 @@ def record_epoch(log: EpochLog, stepper: Stepper, phases: Dict[str, List[float]]
 
 def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, kind: Dataset,
               note: Optional[str]) -> Dict:
-    """Raw arrays and the numbers derived from them (epochs 2..N; epoch 1 is warm-up)."""
+    """Raw arrays and the numbers derived from them (the timed epochs: all but the cold ones)."""
     batch = per_worker_batch(cfg, world_size)
     devices = world_size * cfg.devices_per_worker
     epoch_times = [max(ranks) for ranks in log.epoch_time_s_per_rank]
     train_times = [max(ranks) for ranks in log.train_time_s_per_rank]
-    timed_steps = [s for epoch in log.step_time_s[1:] for s in epoch]
+    # Timed epochs: all but the cold ones; the rule of analysis.schema.timed_epoch_indices (which the report
+    # applies to these raw arrays again; workloads never import analysis).
+    timed = [i for i in range(len(epoch_times)) if i not in set(log.cold_epochs)] or list(range(1, len(epoch_times)))
+    timed_steps = [s for i in timed for s in log.step_time_s[i]]
     samples_per_epoch = extras.steps_per_epoch * batch * world_size
     measurements = {
         "epoch_time_s": epoch_times,
@@ -335,13 +343,14 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "overhead_check": extras.overhead_check,
         "batch_probe": extras.batch_probe,
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if torch.cuda.is_available() else None,
+        "cold_epochs": log.cold_epochs,
     }
-    epoch_mean = statistics.fmean(epoch_times[1:])
+    epoch_mean = statistics.fmean(epoch_times[i] for i in timed)
     derived = {
-        "timed_epochs": len(epoch_times) - 1,
+        "timed_epochs": len(timed),
         "epoch_time_s": epoch_mean,
-        "epoch_time_std_s": statistics.pstdev(epoch_times[1:]),
-        "train_time_s": statistics.fmean(train_times[1:]),
+        "epoch_time_std_s": statistics.pstdev(epoch_times[i] for i in timed),
+        "train_time_s": statistics.fmean(train_times[i] for i in timed),
         "step_time_median_s": statistics.median(timed_steps),
         "samples_per_s": samples_per_epoch / epoch_mean,
         "final_train_loss": log.train_loss[-1],
