@@ -5,6 +5,7 @@ the CSVs and PNGs. Every number comes from analysis.synthetic and analysis.bandw
 the raw arrays; this module only formats. Markdown rounds for reading; the CSVs keep full precision.
 
 Files (in the report folder): synthetic_scaling.csv, synthetic_protocol.csv, synthetic_comparison.csv,
+synthetic_paired.csv (DDP vs Horovod-style side by side in one process),
 synthetic_throughput.png (images/s vs GPUs, with the ideal line), allreduce.csv, allreduce_busbw.png
 (busbw vs message size, with the link's peak). A file is written only when it has rows.
 """
@@ -20,7 +21,7 @@ import pandas as pd
 
 from analysis.bandwidth import allreduce_table
 from analysis.render import markdown_table
-from analysis.synthetic import comparison_table, protocol_table, scaling_table, synthetic_runs
+from analysis.synthetic import comparison_table, paired_table, protocol_table, scaling_table, synthetic_runs
 
 WORKLOADS = ("synthetic", "allreduce")
 
@@ -39,6 +40,11 @@ ALLREDUCE_NOTE = (
     "(impl=raw: the slowest rank's loop / iterations), ± population std (ddof=0) over iterations; "
     "algbw = bytes / time; busbw = algbw × 2(n−1)/n (0 for one rank); utilization = busbw / the link's "
     "per-direction peak (conf/hardware/). GB = 1e9 bytes."
+)
+PAIRED_NOTE = (
+    "workload.paired_rounds > 0: after the protocol both methods ran in one process on copies of the same model, "
+    "one iteration of each per round, the order alternating (workloads/paired.py). Per round, each method's "
+    "images/s summed over ranks; the ratio is taken round by round, so a drift of the host hits both alike."
 )
 SCALING_LINES = {"weak": "weak scaling (per-worker batch fixed)", "strong": "strong scaling (global batch fixed)"}
 EFFICIENCY_HEADERS = {"weak": "efficiency (t_base / t_N)", "strong": "efficiency (speedup / (N / N_base))"}
@@ -138,7 +144,21 @@ def comparison_section(table: pd.DataFrame) -> str:
             f"backend, algorithm, bucket size and compression.\n\n{markdown_table(headers, rows)}\n")
 
 
-def synthetic_markdown(scaling: pd.DataFrame, protocol: pd.DataFrame, comparison: pd.DataFrame) -> str:
+def paired_section(table: pd.DataFrame) -> str:
+    headers = ["point", "configuration", "N", "nodes × workers/node", "batch per worker", "fusion / bucket [MiB]",
+               "fp16 all-reduce", "rounds", "DDP images/s (median)", "Horovod-style images/s (median)",
+               "Horovod-style / DDP: median [min, max]"]
+    rows = [[row["point"], row["label"] or "–", row["world_size"], f"{row['nodes']} × {row['workers_per_node']}",
+             row["per_worker_batch"], f"{row['fusion_threshold_mb']:g}", "yes" if row["fp16_allreduce"] else "no",
+             row["rounds"], f"{row['ddp_median']:.1f}", f"{row['horovod_median']:.1f}",
+             f"{row['ratio_median']:.4f} [{row['ratio_min']:.4f}, {row['ratio_max']:.4f}]"]
+            for _, row in table.iterrows()]
+    return ("### DDP vs Horovod-style, side by side in one process\n\n" + PAIRED_NOTE + "\n\n"
+            + markdown_table(headers, rows) + "\n")
+
+
+def synthetic_markdown(scaling: pd.DataFrame, protocol: pd.DataFrame, comparison: pd.DataFrame,
+                       paired: pd.DataFrame) -> str:
     parts = []
     for sweep, table in scaling.groupby("sweep", sort=True):
         parts.append(f"## {sweep} · synthetic\n\n{SYNTHETIC_NOTE}\n")
@@ -148,6 +168,8 @@ def synthetic_markdown(scaling: pd.DataFrame, protocol: pd.DataFrame, comparison
         mine = comparison[comparison["sweep"] == sweep]
         for _, group in mine.groupby(["setup", "world_size", "nodes"], sort=True):
             parts.append(comparison_section(group.reset_index(drop=True)))
+        if not paired[paired["sweep"] == sweep].empty:
+            parts.append(paired_section(paired[paired["sweep"] == sweep]))
     return "\n".join(parts)
 
 
@@ -203,11 +225,11 @@ def study_report(rows: Iterable[Mapping[str, Any]]) -> StudyReport:
     rows = list(rows)
     runs = synthetic_runs(rows)
     bandwidth = allreduce_table(rows)
-    scaling, protocol, comparison = (scaling_table(runs.rows), protocol_table(runs.rows),
-                                     comparison_table(runs.rows))
+    scaling, protocol, comparison, paired = (scaling_table(runs.rows), protocol_table(runs.rows),
+                                             comparison_table(runs.rows), paired_table(runs.rows))
     parts = []
     if not scaling.empty:
-        parts.append(synthetic_markdown(scaling, protocol, comparison))
+        parts.append(synthetic_markdown(scaling, protocol, comparison, paired))
     if not bandwidth.rows.empty:
         parts.append(allreduce_markdown(bandwidth.rows))
     skipped = runs.skipped + bandwidth.skipped
@@ -215,7 +237,8 @@ def study_report(rows: Iterable[Mapping[str, Any]]) -> StudyReport:
         parts.append(f"## Synthetic and all-reduce results left out ({len(skipped)})\n\n"
                      + "\n".join(f"- `{line}`" for line in skipped) + "\n")
     tables = {"synthetic_scaling.csv": scaling, "synthetic_protocol.csv": protocol,
-              "synthetic_comparison.csv": comparison, "allreduce.csv": bandwidth.rows}
+              "synthetic_comparison.csv": comparison, "synthetic_paired.csv": paired,
+              "allreduce.csv": bandwidth.rows}
     return StudyReport(markdown="\n".join(parts), tables={k: v for k, v in tables.items() if not v.empty},
                        skipped=skipped, throughput=scaling, bandwidth=bandwidth.rows)
 

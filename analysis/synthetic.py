@@ -21,6 +21,10 @@ Every number is recomputed from the raw per-rank arrays of measurements (never f
   ideal throughput = throughput_base x N / N_base (the dashed line of the plot).
 - Time per epoch = workload.epoch_images / throughput. Cost of an epoch = its hours x N GPUs x
   workload.gpu_hour_usd (the GPU-hour price table, conf/pricing/); training cost = that x workload.train_epochs.
+- DDP vs Horovod-style side by side (measurements.paired, workloads/paired.py): per round r and method, the
+  total rate (sum over ranks of each rank's own rate in that method's iteration of round r); ratio[r] =
+  horovod[r] / ddp[r]; the table gives the median of ratio[r] over the rounds with [min, max], and each
+  method's median total rate. Pairing by round cancels a drift of the host that hits both methods alike.
 - Comparison of all-reduce implementations: rows of one sweep that differ only in the method keys
   (backend, NCCL algorithm, data-parallel method, fusion threshold, fp16 compression), at one resource shape.
   "vs DDP" divides by the row with data_parallel=ddp and otherwise the same method keys.
@@ -47,6 +51,9 @@ METHOD_KEYS = ["workload.backend", "workload.nccl_algo", "workload.data_parallel
                "workload.fp16_allreduce"]
 # Config keys that only say how a rate is turned into time and money: they never separate configurations.
 COSTING_KEYS = ["workload.epoch_images", "workload.train_epochs", "workload.price_name", "workload.gpu_hour_usd"]
+# Config keys that only add a measurement after the protocol (workloads/paired.py): nor do they.
+EXTRA_MEASUREMENT_KEYS = ["workload.paired_rounds"]
+NOT_CONFIGURATION_KEYS = COSTING_KEYS + EXTRA_MEASUREMENT_KEYS
 SHAPE_KEYS = ["world_size", "nodes", "workers_per_node"]
 
 RUN_COLUMNS = [
@@ -54,7 +61,7 @@ RUN_COLUMNS = [
     "per_worker_batch", "global_batch", "backend", "nccl_algo", "nccl_algo_env", "data_parallel",
     "fusion_threshold_mb", "fp16_allreduce", "backward_passes_per_step", "device",
     "world_size", "nodes", "workers_per_node", "epoch_images", "train_epochs", "price_name", "gpu_hour_usd",
-    "rank0_rates", "rank0_host_rates", "totals", "slowest_times_s",
+    "rank0_rates", "rank0_host_rates", "totals", "slowest_times_s", "paired_totals",
 ]
 SCALING_COLUMNS = [
     "sweep", "label", "scaling", "model", "world_size", "nodes", "workers_per_node", "per_worker_batch",
@@ -69,6 +76,12 @@ PROTOCOL_COLUMNS = [
     "horovod_total_mean", "horovod_total_pm", "throughput_median", "throughput_min", "throughput_max",
     "throughput_cv", "horovod_total_vs_ours",
 ]
+PAIRED_RUN_COLUMNS = [  # taken from the run row as they are
+    "sweep", "label", "point", "repeat", "world_size", "nodes", "workers_per_node", "per_worker_batch", "backend",
+    "nccl_algo", "fusion_threshold_mb", "fp16_allreduce",
+]
+PAIRED_COLUMNS = PAIRED_RUN_COLUMNS + ["rounds", "ddp_median", "horovod_median", "ratio_median", "ratio_min",
+                                      "ratio_max"]
 COMPARISON_COLUMNS = [
     "sweep", "setup", "world_size", "nodes", "workers_per_node", "backend", "nccl_algo", "data_parallel",
     "fusion_threshold_mb", "fp16_allreduce", "runs", "n", "throughput_median", "throughput_min",
@@ -84,6 +97,22 @@ def rates_of(times_s: Sequence[float], images: int) -> List[float]:
     if any(t <= 0 for t in times_s):
         raise ValueError(f"iteration times must be > 0 s, got {list(times_s)}")
     return [images / t for t in times_s]
+
+
+def paired_totals(paired: Mapping[str, Any]) -> Dict[str, List[float]]:
+    """measurements.paired -> per method, the total rate of each round (sum over ranks of each rank's rate)."""
+    images = paired["images_per_iteration_per_rank"]
+    totals = {method: summed_rates([rates_of(rank, images) for rank in per_rank])
+              for method, per_rank in paired["iteration_time_s_per_rank"].items()}
+    if {len(values) for values in totals.values()} != {paired["rounds"]}:
+        raise ValueError(f"measurements.paired: {paired['rounds']} rounds, but the methods recorded "
+                         f"{ {m: len(v) for m, v in totals.items()} } iterations")
+    return totals
+
+
+def paired_ratios(ddp: Sequence[float], horovod: Sequence[float]) -> List[float]:
+    """Round by round, Horovod-style's rate over DDP's."""
+    return [h / d for d, h in zip(ddp, horovod)]
 
 
 def horovod_summary(rank0_rates: Sequence[float], world_size: int) -> Dict[str, float]:
@@ -148,7 +177,8 @@ def synthetic_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     items = configuration_items(config)
     return {
         "path": doc.get("path"), **{k: doc["identity"][k] for k in ("sweep", "point", "repeat")},
-        "config_key": _key(items, COSTING_KEYS), "setup_key": _key(items, METHOD_KEYS + COSTING_KEYS),
+        "config_key": _key(items, NOT_CONFIGURATION_KEYS),
+        "setup_key": _key(items, METHOD_KEYS + NOT_CONFIGURATION_KEYS),
         "label": "",  # filled in per study by label_configurations
         **{k: workload[k] for k in ("model", "image_size", "scaling", "nccl_algo", "data_parallel",
                                     "fusion_threshold_mb", "fp16_allreduce", "backward_passes_per_step",
@@ -162,6 +192,7 @@ def synthetic_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "rank0_host_rates": rates_of(m["host_iteration_time_s_per_rank"][0], images),
         "totals": summed_rates(rates),
         "slowest_times_s": [max(column) for column in zip(*times)],
+        "paired_totals": paired_totals(m["paired"]) if m.get("paired") else None,
     }
 
 
@@ -263,6 +294,20 @@ def protocol_table(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=PROTOCOL_COLUMNS)
     table = shape_rows(runs, ["sweep", "config_key"], ["label", "per_worker_batch"])
     return table.sort_values(["sweep", "label", "world_size", "nodes"], ignore_index=True)[PROTOCOL_COLUMNS]
+
+
+def paired_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per result that ran DDP and Horovod-style side by side (columns: PAIRED_COLUMNS)."""
+    rows = []
+    for _, run in runs.iterrows():
+        if run["paired_totals"] is None:
+            continue
+        ddp, horovod = run["paired_totals"]["ddp"], run["paired_totals"]["horovod"]
+        ratios = paired_ratios(ddp, horovod)
+        rows.append({**{k: run[k] for k in PAIRED_RUN_COLUMNS}, "rounds": len(ratios),
+                     "ddp_median": statistics.median(ddp), "horovod_median": statistics.median(horovod),
+                     "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)})
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
 def comparison_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -248,6 +248,8 @@ class SyntheticConfig(WorkloadConfig):
     #                                       bucket_cap_mb); 0: one all-reduce per gradient
     fp16_allreduce: bool = MISSING  # gradients travel as fp16 (Horovod's Compression.fp16 / DDP's fp16 hook)
     backward_passes_per_step: int = MISSING  # gradient accumulation: forward+backward passes per optimizer step
+    paired_rounds: int = MISSING  # after the protocol: rounds of one DDP and one Horovod-style iteration side by
+    #                               side in one process (workloads/paired.py); 0: off
     device: Device = MISSING
     # Set together by the `collective` config group (conf/collective/), or one by one:
     backend: Backend = MISSING
@@ -265,8 +267,8 @@ class SyntheticConfig(WorkloadConfig):
             require(getattr(self, key) >= 1, f"workload.{key}", "an integer >= 1", getattr(self, key))
         require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
         require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
-        require(self.num_warmup_batches >= 0, "workload.num_warmup_batches", "an integer >= 0",
-                self.num_warmup_batches)
+        for key in ("num_warmup_batches", "paired_rounds"):
+            require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0", getattr(self, key))
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
         require(self.fusion_threshold_mb >= 0, "workload.fusion_threshold_mb", "a number >= 0 (MiB; 0: no fusion)",
                 self.fusion_threshold_mb)

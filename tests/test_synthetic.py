@@ -15,7 +15,7 @@ import torch
 import yaml
 
 from analysis.results import load_results
-from analysis.synthetic import protocol_table, synthetic_runs
+from analysis.synthetic import paired_table, protocol_table, synthetic_runs
 from conf.schema import config_from_dict
 from conf.validation import ConfigValueError
 from conf.workload_schemas import NcclAlgo, SyntheticConfig
@@ -72,6 +72,7 @@ def test_presets_run_small_and_protocol_horovod_brings_resnet50_back(compose_val
     (["workload.gpu_hour_usd=2.5"], "choose a price with pricing=<name>"),
     (["workload.fusion_threshold_mb=-1"], "workload.fusion_threshold_mb=-1.0 is not allowed"),
     (["workload.num_iters=0"], "workload.num_iters=0 is not allowed"),
+    (["workload.paired_rounds=-1"], "workload.paired_rounds=-1 is not allowed: an integer >= 0"),
 ])
 def test_bad_values_name_the_field(compose_values, overrides, message):
     with pytest.raises(ConfigValueError, match=message.replace("(", r"\(").replace("*", r"\*")):
@@ -124,10 +125,12 @@ def run_torchrun(values: dict, folder: Path, workers: int):
 
 @pytest.fixture(scope="module")
 def horovod_result(tmp_path_factory, compose_values):
-    """2 gloo workers, Horovod-style with fp16 compression, 2 backward passes per step, 1 MiB buckets."""
+    """2 gloo workers, Horovod-style with fp16 compression, 2 backward passes per step, 1 MiB buckets; then 3
+    rounds of DDP and Horovod-style side by side with the same knobs."""
     values = compose_values(TINY + ["resources.workers_per_node=2", "workload.data_parallel=horovod",
                                     "workload.fp16_allreduce=true", "workload.backward_passes_per_step=2",
-                                    "workload.fusion_threshold_mb=1", "workload.batch_size=4"])
+                                    "workload.fusion_threshold_mb=1", "workload.batch_size=4",
+                                    "workload.paired_rounds=3"])
     return run_torchrun(values, tmp_path_factory.mktemp("synthetic") / "points" / "0", 2)
 
 
@@ -156,6 +159,20 @@ def test_torchrun_run_derived_numbers_equal_the_analysis(horovod_result):
     assert row["throughput_median"] == pytest.approx(derived["total_images_per_s_median"], rel=1e-12)
     assert row["throughput_cv"] == pytest.approx(derived["total_images_per_s_cv"], rel=1e-12)
     assert row["horovod_total_mean"] == pytest.approx(derived["horovod"]["total_mean"], rel=1e-12)
+
+
+def test_torchrun_run_times_ddp_and_horovod_style_side_by_side(horovod_result):
+    result, _ = horovod_result
+    paired = result["measurements"]["paired"]
+    assert paired["rounds"] == 3 and paired["order"] == ["ddp", "horovod", "horovod", "ddp", "ddp", "horovod"]
+    assert paired["images_per_iteration_per_rank"] == 4 * 2 * 2
+    for method in ("ddp", "horovod"):
+        times = paired["iteration_time_s_per_rank"][method]
+        assert [len(rank) for rank in times] == [3, 3] and all(t > 0 for rank in times for t in rank)
+    row = paired_table(synthetic_runs([result]).rows).iloc[0]
+    ddp, horovod = ([sum(16 / rank[r] for rank in paired["iteration_time_s_per_rank"][m]) for r in range(3)]
+                    for m in ("ddp", "horovod"))
+    assert row["ratio_median"] == pytest.approx(statistics.median(h / d for d, h in zip(ddp, horovod)), rel=1e-12)
 
 
 def test_hpml_launch_strong_and_weak_scaling_end_to_end(hpml, tmp_path):

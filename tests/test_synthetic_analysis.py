@@ -13,8 +13,8 @@ import pytest
 
 from analysis.report import main as report_main
 from analysis.synthetic import (coefficient_of_variation, comparison_table, epoch_time_s, gpu_cost_usd,
-                                horovod_summary, protocol_table, rates_of, scaling_efficiency, scaling_table,
-                                summed_rates, synthetic_runs)
+                                horovod_summary, paired_ratios, paired_table, paired_totals, protocol_table,
+                                rates_of, scaling_efficiency, scaling_table, summed_rates, synthetic_runs)
 
 
 def synthetic_doc(point: int, times: Sequence[Sequence[float]], *, host_times=None, sweep: str = "study",
@@ -232,3 +232,67 @@ def test_hpml_report_has_the_synthetic_tables_csvs_and_plot(tmp_path, capsys):
     png = (tmp_path / "out" / "synthetic_throughput.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "out" / "synthetic_comparison.csv").exists()
+
+
+# --- DDP vs Horovod-style side by side (measurements.paired) ----------------------------------------------
+
+
+def paired(times_ddp, times_horovod, images=100):
+    return {"rounds": len(times_ddp[0]), "order": ["ddp", "horovod", "horovod", "ddp"][:2 * len(times_ddp[0])],
+            "images_per_iteration_per_rank": images,
+            "iteration_time_s_per_rank": {"ddp": times_ddp, "horovod": times_horovod}, "method": "test"}
+
+
+def test_paired_totals_and_ratios_by_hand():
+    # 2 ranks, 2 rounds, 100 images per iteration per rank.
+    # DDP round 0: 100/0.5 + 100/0.25 = 200 + 400 = 600; round 1: 100/1 + 100/1 = 200.
+    # Horovod-style round 0: 100/0.4 + 100/0.5 = 250 + 200 = 450; round 1: 100/0.5 + 100/0.5 = 400.
+    totals = paired_totals(paired([[0.5, 1.0], [0.25, 1.0]], [[0.4, 0.5], [0.5, 0.5]]))
+    assert totals["ddp"] == pytest.approx([600, 200]) and totals["horovod"] == pytest.approx([450, 400])
+    assert paired_ratios(totals["ddp"], totals["horovod"]) == pytest.approx([0.75, 2.0])
+
+
+def test_paired_table_compares_round_by_round_not_the_pooled_medians():
+    # A host that halves its speed in rounds 2 and 3 slows both methods alike: Horovod-style is 2 % slower in
+    # every round, which the round-by-round ratio shows (0.98), while the ratio of the pooled medians would not.
+    ddp = [[0.100, 0.100, 0.200, 0.200]]
+    horovod = [[0.100 / 0.98, 0.100 / 0.98, 0.200 / 0.98, 0.200 / 0.98]]
+    doc = synthetic_doc(0, [[1.0, 1.0]])
+    doc["measurements"]["paired"] = paired(ddp, horovod, images=10)
+    doc["config"]["workload"]["paired_rounds"] = 4
+    row = paired_table(synthetic_runs([doc]).rows).iloc[0]
+    assert row["rounds"] == 4
+    assert (row["ratio_median"], row["ratio_min"], row["ratio_max"]) == pytest.approx((0.98, 0.98, 0.98))
+    assert row["ddp_median"] == pytest.approx((100 + 50) / 2)  # rates 100, 100, 50, 50
+    assert row["horovod_median"] == pytest.approx(0.98 * 75)
+
+
+def test_paired_rounds_does_not_split_a_configuration():
+    # The same configuration with and without the side-by-side check: one scaling row, not two.
+    plain, checked = synthetic_doc(0, [[1.0, 1.0]]), synthetic_doc(1, [[1.0, 1.0]])
+    plain["config"]["workload"]["paired_rounds"] = 0
+    checked["config"]["workload"]["paired_rounds"] = 1
+    checked["measurements"]["paired"] = paired([[0.5]], [[0.5]])
+    runs = synthetic_runs([plain, checked]).rows
+    assert len(scaling_table(runs)) == 1 and list(runs["label"]) == ["", ""]
+    assert len(paired_table(runs)) == 1
+
+
+def test_paired_rounds_that_disagree_with_the_arrays_leave_the_result_out():
+    doc = synthetic_doc(0, [[1.0, 1.0]])
+    doc["measurements"]["paired"] = {**paired([[0.5, 0.5]], [[0.5]]), "rounds": 2}
+    runs = synthetic_runs([doc])
+    assert runs.rows.empty and "measurements.paired: 2 rounds" in runs.skipped[0]
+
+
+def test_the_report_shows_the_side_by_side_table(tmp_path, capsys):
+    doc = synthetic_doc(0, [[1.0, 1.0], [1.0, 1.0]])
+    doc["measurements"]["paired"] = paired([[0.5, 0.5], [0.5, 0.5]], [[0.4, 0.5], [0.5, 0.5]])
+    write_doc(tmp_path, doc)
+    assert report_main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "### DDP vs Horovod-style, side by side in one process" in out
+    # round 0: DDP 200 + 200 = 400, Horovod-style 250 + 200 = 450 (1.125); round 1: 400 vs 400 (1.0)
+    assert "| 0 | – | 2 | 1 × 2 | 10 | 64 | no | 2 | 400.0 | 425.0 | 1.0625 [1.0000, 1.1250] |" in out
+    with open(tmp_path / "report" / "synthetic_paired.csv") as f:
+        assert float(next(csv.DictReader(f))["ratio_median"]) == pytest.approx(1.0625)

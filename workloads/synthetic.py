@@ -16,6 +16,8 @@ Data parallelism (workload.data_parallel): ddp = torch's DistributedDataParallel
 fusion_threshold_mb, fp16_compress_hook for fp16_allreduce, no_sync() for the accumulating passes);
 horovod = workloads/common/horovod_style.DistributedOptimizer with the same knobs, after broadcasting
 parameters and optimizer state from rank 0 (as Horovod's script does).
+With workload.paired_rounds > 0, both methods then run side by side in this process, alternating
+iteration by iteration (workloads/paired.py; measurements.paired).
 
 Where it differs from Horovod's script, and why:
   - Timing. Horovod times each iteration with timeit on the host and never synchronizes the device, so an
@@ -63,6 +65,7 @@ from workloads.common.environment import describe_environment
 from workloads.common.horovod_style import DistributedOptimizer, broadcast_optimizer_state, broadcast_parameters
 from workloads.common.result import build_result, utc_now, write_result
 from workloads.common.timing import StepClock, wall_s
+from workloads.paired import paired_check, paired_measurements
 
 HOST_METHOD = ("time.perf_counter() at the same iteration boundaries, no device synchronize (what Horovod's "
                "timeit measures: on a GPU, the time to queue the work)")
@@ -111,9 +114,9 @@ def random_batch(cfg: SyntheticConfig, batch: int, ctx: DistContext, seed: int):
     return images.to(ctx.device), labels.to(ctx.device)
 
 
-def data_parallel(model: torch.nn.Module, cfg: SyntheticConfig, ctx: DistContext):
+def data_parallel(model: torch.nn.Module, cfg: SyntheticConfig, ctx: DistContext, method: DataParallel):
     """(module to call, optimizer, context for a pass whose gradients are only accumulated)."""
-    if cfg.data_parallel == DataParallel.ddp:
+    if method == DataParallel.ddp:
         ddp = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
                                       bucket_cap_mb=cfg.fusion_threshold_mb)  # broadcasts rank 0's state
         if cfg.fp16_allreduce:
@@ -174,6 +177,11 @@ def run_protocol(step: Step, cfg: SyntheticConfig, device: torch.device) -> Dict
             "warmup_time_s": warmup}
 
 
+def images_per_iteration(cfg: SyntheticConfig, world_size: int) -> int:
+    """Images one rank processes in one timed iteration."""
+    return cfg.per_worker_batch(world_size) * cfg.num_batches_per_iter * cfg.backward_passes_per_step
+
+
 def horovod_numbers(rates: List[float], world_size: int) -> Dict[str, float]:
     """What Horovod prints from rank 0's rates: mean ± 1.96 * population std (np.std, ddof=0), per GPU and
     times the world size ("Total img/sec on N GPU(s)")."""
@@ -186,7 +194,7 @@ def summarize(per_rank: List[Dict[str, object]], cfg: SyntheticConfig, world_siz
               extra: Dict[str, object]) -> Dict[str, Dict]:
     """Raw arrays (every rank) and the numbers derived from them; analysis/synthetic.py recomputes its own."""
     batch = cfg.per_worker_batch(world_size)
-    images = batch * cfg.num_batches_per_iter * cfg.backward_passes_per_step
+    images = images_per_iteration(cfg, world_size)
     device_times = [rank["iteration_time_s"] for rank in per_rank]
     rates = [[images / t for t in times] for times in device_times]
     totals = [sum(column) for column in zip(*rates)]  # per iteration: the sum of every rank's own rate
@@ -225,21 +233,33 @@ def print_like_horovod(derived: Dict, cfg: SyntheticConfig, ctx: DistContext) ->
 
 
 def benchmark(cfg: SyntheticConfig, ctx: DistContext, seed: int) -> Dict[str, Dict]:
-    torch.manual_seed(seed)  # the same initial model on every rank; rank 0's is broadcast anyway
     if ctx.device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # as Horovod's script; the warm-up absorbs the tuning
-    model = torchvision.models.get_model(cfg.model, num_classes=cfg.num_classes).to(ctx.device)
-    module, optimizer, accumulate_only = data_parallel(model, cfg, ctx)
     images, labels = random_batch(cfg, cfg.per_worker_batch(ctx.world_size), ctx, seed)
-    step = make_step(module, optimizer, accumulate_only, images, labels, cfg.backward_passes_per_step)
+
+    def build_step(method: DataParallel):
+        torch.manual_seed(seed)  # the same initial model on every rank (rank 0's is broadcast anyway), per method
+        model = torchvision.models.get_model(cfg.model, num_classes=cfg.num_classes).to(ctx.device)
+        module, optimizer, accumulate_only = data_parallel(model, cfg, ctx, method)
+        step = make_step(module, optimizer, accumulate_only, images, labels, cfg.backward_passes_per_step)
+        return model, optimizer, step
+
+    model, optimizer, step = build_step(cfg.data_parallel)
     mine = run_protocol(step, cfg, ctx.device)
     per_rank = all_gather_objects(mine)
+    if isinstance(optimizer, DistributedOptimizer):
+        optimizer.remove_hooks()
+    paired = None
+    if cfg.paired_rounds:  # both methods side by side in this process (workloads/paired.py)
+        times = paired_check(lambda method: build_step(method)[2], cfg.paired_rounds, cfg.num_warmup_batches,
+                             cfg.num_batches_per_iter, ctx.device, align_ranks)
+        paired = paired_measurements(all_gather_objects(times), cfg.paired_rounds,
+                                     images_per_iteration(cfg, ctx.world_size))
     extra = {"parameters": sum(p.numel() for p in model.parameters()),
              "gradient_bytes": sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad),
              "nccl_algo_env": os.environ.get("NCCL_ALGO"),
-             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if ctx.device.type == "cuda" else None}
-    if isinstance(optimizer, DistributedOptimizer):
-        optimizer.remove_hooks()
+             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if ctx.device.type == "cuda" else None,
+             "paired": paired}
     return summarize(per_rank, cfg, ctx.world_size, extra)
 
 
