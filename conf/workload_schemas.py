@@ -247,6 +247,7 @@ class SyntheticConfig(WorkloadConfig):
     fusion_threshold_mb: float = MISSING  # MiB per gradient bucket (Horovod's fusion threshold, DDP's
     #                                       bucket_cap_mb); 0: one all-reduce per gradient
     fp16_allreduce: bool = MISSING  # gradients travel as fp16 (Horovod's Compression.fp16 / DDP's fp16 hook)
+    ddp_broadcast_buffers: bool = MISSING  # ddp only: rank 0's buffers (BatchNorm statistics) sent at every forward
     backward_passes_per_step: int = MISSING  # gradient accumulation: forward+backward passes per optimizer step
     paired_rounds: int = MISSING  # after the protocol: rounds of one DDP and one Horovod-style iteration side by
     #                               side in one process (workloads/paired.py); 0: off

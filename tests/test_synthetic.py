@@ -19,7 +19,7 @@ from analysis.synthetic import paired_table, protocol_table, synthetic_runs
 from conf.schema import config_from_dict
 from conf.validation import ConfigValueError
 from conf.workload_schemas import NcclAlgo, SyntheticConfig
-from workloads.synthetic import horovod_numbers, nccl_algo_value, set_nccl_algo
+from workloads.synthetic import ddp_bucket_cap_mb, horovod_numbers, nccl_algo_value, set_nccl_algo
 
 TINY = ["experiment=synthetic_horovod"]
 
@@ -33,6 +33,7 @@ def test_defaults_are_horovods_protocol(compose_values):
     assert (cfg.model, cfg.image_size, cfg.num_classes, cfg.batch_size) == ("resnet50", 224, 1000, 32)
     assert (cfg.num_warmup_batches, cfg.num_batches_per_iter, cfg.num_iters) == (10, 10, 10)
     assert (cfg.fusion_threshold_mb, cfg.fp16_allreduce, cfg.backward_passes_per_step) == (64.0, False, 1)
+    assert cfg.ddp_broadcast_buffers is True and cfg.paired_rounds == 0  # torch's DDP default; no side-by-side check
     assert (cfg.backend.value, cfg.nccl_algo.value, cfg.price_name, cfg.gpu_hour_usd) == ("auto", "auto", "none",
                                                                                          None)
 
@@ -100,6 +101,12 @@ def test_nccl_before_2_24_gets_a_bare_ring_and_refuses_tree():
     assert nccl_algo_value(NcclAlgo.Ring, (2, 21, 5)) == "Ring"
     with pytest.raises(RuntimeError, match="needs NCCL >= 2.24"):
         nccl_algo_value(NcclAlgo.Tree, (2, 21, 5))
+
+
+def test_no_fusion_gives_ddp_a_one_byte_bucket_cap():
+    # torch 2.11's DDP refuses bucket_cap_mb=0; a 1-byte cap puts every gradient in a bucket of its own.
+    assert int(ddp_bucket_cap_mb(0) * 1024 * 1024) == 1
+    assert ddp_bucket_cap_mb(25) == 25
 
 
 def test_the_workloads_own_horovod_numbers_match_hand_computed_ones():
@@ -197,7 +204,8 @@ def test_hpml_launch_strong_and_weak_scaling_end_to_end(hpml, tmp_path):
 def test_hpml_launch_compares_ddp_and_horovod_style(hpml, tmp_path):
     """The synthetic_allreduce preset with its bucket sweep cut to one value: DDP vs Horovod-style on 2 gloo
     workers, compared in one table."""
-    done = hpml("launch", "experiment=synthetic_allreduce", "workload.fusion_threshold_mb=4")
+    done = hpml("launch", "experiment=synthetic_allreduce", "workload.fusion_threshold_mb=0",
+                "workload.ddp_broadcast_buffers=false")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[synthetic_allreduce] 2/2 done" in done.stdout
     report = hpml("report", str(tmp_path / "sweeps" / "latest"))

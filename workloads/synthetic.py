@@ -13,7 +13,9 @@ The protocol is that of Horovod's examples/pytorch/pytorch_synthetic_benchmark.p
   - workload.num_warmup_batches steps, not timed; then workload.num_iters iterations of
     workload.num_batches_per_iter steps; each iteration's images/s is kept, per rank.
 Data parallelism (workload.data_parallel): ddp = torch's DistributedDataParallel (bucket_cap_mb =
-fusion_threshold_mb, fp16_compress_hook for fp16_allreduce, no_sync() for the accumulating passes);
+fusion_threshold_mb, fp16_compress_hook for fp16_allreduce, no_sync() for the accumulating passes,
+broadcast_buffers = workload.ddp_broadcast_buffers: whether rank 0's BatchNorm buffers are sent to every rank
+at each forward, as torch does by default and Horovod never does);
 horovod = workloads/common/horovod_style.DistributedOptimizer with the same knobs, after broadcasting
 parameters and optimizer state from rank 0 (as Horovod's script does).
 With workload.paired_rounds > 0, both methods then run side by side in this process, alternating
@@ -62,7 +64,8 @@ from conf.workload_schemas import DataParallel, NcclAlgo, SyntheticConfig
 from workloads.common.config_io import load_point_config, parse_worker_args
 from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
 from workloads.common.environment import describe_environment
-from workloads.common.horovod_style import DistributedOptimizer, broadcast_optimizer_state, broadcast_parameters
+from workloads.common.horovod_style import (MB, DistributedOptimizer, broadcast_optimizer_state,
+                                            broadcast_parameters)
 from workloads.common.result import build_result, utc_now, write_result
 from workloads.common.timing import StepClock, wall_s
 from workloads.paired import paired_check, paired_measurements
@@ -114,11 +117,19 @@ def random_batch(cfg: SyntheticConfig, batch: int, ctx: DistContext, seed: int):
     return images.to(ctx.device), labels.to(ctx.device)
 
 
+def ddp_bucket_cap_mb(fusion_threshold_mb: float) -> float:
+    """DDP's bucket_cap_mb for a fusion threshold. 0 (no fusion) becomes one byte: every gradient is larger,
+    so each gets a bucket of its own. torch 2.11's DDP refuses 0 itself ("bucket_cap_mb should be set by
+    now", seen on 2 H200s)."""
+    return fusion_threshold_mb if fusion_threshold_mb > 0 else 1 / MB
+
+
 def data_parallel(model: torch.nn.Module, cfg: SyntheticConfig, ctx: DistContext, method: DataParallel):
     """(module to call, optimizer, context for a pass whose gradients are only accumulated)."""
     if method == DataParallel.ddp:
         ddp = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None,
-                                      bucket_cap_mb=cfg.fusion_threshold_mb)  # broadcasts rank 0's state
+                                      bucket_cap_mb=ddp_bucket_cap_mb(cfg.fusion_threshold_mb),
+                                      broadcast_buffers=cfg.ddp_broadcast_buffers)  # broadcasts rank 0's state
         if cfg.fp16_allreduce:
             ddp.register_comm_hook(None, fp16_compress_hook)
         return ddp, torch.optim.SGD(ddp.parameters(), lr=cfg.lr), ddp.no_sync

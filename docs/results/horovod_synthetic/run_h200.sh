@@ -26,7 +26,9 @@
 #                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32.
 #   paired        the 3 % bar measured in one process: ResNet-50, Horovod's protocol on N = max (DDP), then
 #                 PAIRED_ROUNDS (default 40) rounds of one 10-batch iteration of DDP and one of Horovod-style
-#                 (64 MiB fusion) side by side, the order alternating (workload.paired_rounds, workloads/paired.py).
+#                 (64 MiB fusion) side by side, the order alternating (workload.paired_rounds, workloads/paired.py);
+#                 twice: DDP as torch sets it up (broadcast_buffers: BatchNorm buffers sent at every forward) and
+#                 with gradients only, as Horovod-style (workload.ddp_broadcast_buffers=false).
 #                 Bar: the median over rounds of the round-by-round ratio Horovod-style / DDP within 3 % of 1.
 #   2 bar         Horovod's protocol (ResNet-50, 224x224, batch 32 per GPU, 10 warm-up batches, iterations of
 #                 10 batches) with 30 iterations instead of 10 (BAR_ITERS): a 2-GPU check and a first 4-GPU
@@ -60,8 +62,9 @@ NCCL_ALGO=Ring NCCL_PROTO=Simple stage allreduce_env.ring_simple 25 experiment=a
   hardware=h200_nvlink resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_ring_simple
 NCCL_MIN_NCHANNELS=32 stage allreduce_env.channels32 25 experiment=allreduce_vs_bare $GPU hardware=h200_nvlink \
   resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_channels32
-stage paired 45 experiment=synthetic_horovod $GPU $HOROVOD resources.workers_per_node=$MAXN \
-  workload.data_parallel=ddp workload.paired_rounds=${PAIRED_ROUNDS:-40} sweep.name=synthetic_paired
+stage paired 90 experiment=synthetic_horovod $GPU $HOROVOD resources.workers_per_node=$MAXN \
+  workload.data_parallel=ddp workload.paired_rounds=${PAIRED_ROUNDS:-40} sweep.name=synthetic_paired \
+  workload.ddp_broadcast_buffers=true,false
 for r in 0 1 2; do  # the bar: DDP then Horovod-style, 3 times over, so that a drift of the machine hits both
   stage bar 55 experiment=synthetic_horovod $GPU $HOROVOD $ITERS resources.workers_per_node=$MAXN sweep.repeat=$r
 done
@@ -151,8 +154,8 @@ try:
     for _, row in paired.sort_values(["world_size", "point"]).iterrows():
         verdict = f" (within 3 %: {'PASS' if abs(row['ratio_median'] - 1) <= 0.03 else 'FAIL'})" \
             if row["world_size"] == maxn else ""
-        print(f"ResNet-50 on {row['world_size']} GPUs, DDP and Horovod-style side by side in one process "
-              f"({row['rounds']} rounds of one iteration each, fusion {row['fusion_threshold_mb']:g} MiB): "
+        print(f"ResNet-50 on {row['world_size']} GPUs ({row['label'] or 'defaults'}), DDP and Horovod-style side by side "
+              f"in one process ({row['rounds']} rounds of one iteration each, fusion {row['fusion_threshold_mb']:g} MiB): "
               f"DDP {row['ddp_median']:.0f}, Horovod-style {row['horovod_median']:.0f} images/s (medians); "
               f"Horovod-style / DDP median {row['ratio_median']:.4f} [{row['ratio_min']:.4f}, "
               f"{row['ratio_max']:.4f}]{verdict}")
