@@ -33,20 +33,16 @@ take impl=raw's numbers (or both, from one sweep: workload.impl=hpml,raw).
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
-from omegaconf import OmegaConf
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from conf.workload_schemas import DTYPE_BYTES, AllreduceConfig, AllreduceImpl, DType
-from workloads.common.config_io import load_point_config, parse_worker_args
-from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
-from workloads.common.environment import describe_environment
-from workloads.common.result import build_result, utc_now, write_result
+from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.common.timing import StepClock, wall_s
+from workloads.common.worker import start_worker
 
 GB = 1e9  # nccl-tests' unit: GB/s means 1e9 bytes per second
 
@@ -215,33 +211,13 @@ def timing_methods(cfg: AllreduceConfig, device: torch.device) -> Dict[str, str]
 
 @record
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_worker_args(argv)
-    point_dir = Path(args.config).resolve().parent
-    config = load_point_config(args.config)
-    raw_config = OmegaConf.to_container(OmegaConf.load(args.config))
-    started = utc_now()
-    cfg: AllreduceConfig = config.workload
-    ctx = init_distributed(cfg.device, cfg.backend, config.resources)
-    ranks = all_gather_objects(host_identity())
-    environment = describe_environment(ranks, ctx.world_size, ctx.backend, ctx.device.type)
-    status, reason, body = "ok", None, {"measurements": {}, "derived": {}}
-    try:
+    worker = start_worker(argv)
+    cfg: AllreduceConfig = worker.config.workload
+    ctx = worker.ctx
+    with worker.reporting(timing_methods(cfg, ctx.device)) as body:
         records = run_benchmark(cfg, ctx)
-        body = summarize(records, cfg, ctx.world_size)
-        check_sums(records)
-    except torch.OutOfMemoryError as error:
-        status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
-        raise
-    except Exception as error:
-        status, reason = "failed", f"{type(error).__name__}: {error}"
-        raise
-    finally:
-        if ctx.is_main:
-            write_result(point_dir, build_result(
-                config=raw_config, point_dir=point_dir, status=status, reason=reason,
-                environment=environment, timing=timing_methods(cfg, ctx.device), started_at=started, **body))
-        if status == "ok":
-            dist.destroy_process_group()
+        body.update(summarize(records, cfg, ctx.world_size))
+        check_sums(records)  # after the summary: a point failed for a wrong sum still shows every size
 
 
 if __name__ == "__main__":

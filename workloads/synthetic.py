@@ -48,26 +48,23 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
-from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 import torchvision
-from omegaconf import OmegaConf
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
+from conf.schema import HpmlConfig
 from conf.workload_schemas import DataParallel, NcclAlgo, SyntheticConfig
-from workloads.common.config_io import load_point_config, parse_worker_args
-from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
-from workloads.common.environment import describe_environment
+from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.common.horovod_style import (MB, DistributedOptimizer, broadcast_optimizer_state,
                                             broadcast_parameters)
-from workloads.common.result import build_result, utc_now, write_result
 from workloads.common.timing import StepClock, wall_s
+from workloads.common.worker import start_worker
 from workloads.paired import paired_check, paired_measurements
 
 HOST_METHOD = ("time.perf_counter() at the same iteration boundaries, no device synchronize (what Horovod's "
@@ -279,40 +276,24 @@ def timing_methods(device: torch.device) -> Dict[str, str]:
             "rate": RATE_METHOD}
 
 
+def export_nccl_algo(config: HpmlConfig) -> None:
+    """Before the process group exists: NCCL reads NCCL_ALGO when it creates a communicator."""
+    cfg: SyntheticConfig = config.workload
+    set_nccl_algo(cfg.nccl_algo, local_nccl_version() if cfg.nccl_algo != NcclAlgo.auto else None)
+
+
 @record
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_worker_args(argv)
-    point_dir = Path(args.config).resolve().parent
-    config = load_point_config(args.config)
-    raw_config = OmegaConf.to_container(OmegaConf.load(args.config))
-    started = utc_now()
-    cfg: SyntheticConfig = config.workload
-    # before the process group: NCCL reads NCCL_ALGO when it creates a communicator
-    set_nccl_algo(cfg.nccl_algo, local_nccl_version() if cfg.nccl_algo != NcclAlgo.auto else None)
-    ctx = init_distributed(cfg.device, cfg.backend, config.resources)
-    ranks = all_gather_objects(host_identity())
-    environment = describe_environment(ranks, ctx.world_size, ctx.backend, ctx.device.type)
-    status, reason, body = "ok", None, {"measurements": {}, "derived": {}}
-    try:
+    worker = start_worker(argv, before_init=export_nccl_algo)
+    cfg: SyntheticConfig = worker.config.workload
+    ctx = worker.ctx
+    with worker.reporting(timing_methods(ctx.device)) as body:
         if cfg.nccl_algo != NcclAlgo.auto and ctx.backend != "nccl":
             raise RuntimeError(f"workload.nccl_algo={cfg.nccl_algo.value} needs the nccl backend, but this "
                                f"point runs {ctx.backend}; use collective=nccl_ring or nccl_tree on GPUs")
-        body = benchmark(cfg, ctx, config.sweep.seed)
+        body.update(benchmark(cfg, ctx, worker.config.sweep.seed))
         if ctx.is_main:
             print_like_horovod(body["derived"], cfg, ctx)
-    except torch.OutOfMemoryError as error:
-        status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
-        raise
-    except Exception as error:
-        status, reason = "failed", f"{type(error).__name__}: {error}"
-        raise
-    finally:
-        if ctx.is_main:
-            write_result(point_dir, build_result(
-                config=raw_config, point_dir=point_dir, status=status, reason=reason,
-                environment=environment, timing=timing_methods(ctx.device), started_at=started, **body))
-        if status == "ok":
-            dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from omegaconf import OmegaConf
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.utils.data import DataLoader, DistributedSampler
 
@@ -33,11 +32,9 @@ from conf.workload_schemas import Dataset, Parallel, Precision, Scaling, TrainCo
 from workloads import overhead, parallel
 from workloads.batch_probe import is_out_of_memory, probe_max_batch
 from workloads.common.checkpoint import CHECKPOINT_FILE, EpochCheckpoint
-from workloads.common.config_io import load_point_config, parse_worker_args
-from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
-from workloads.common.environment import describe_environment
-from workloads.common.result import build_result, utc_now, write_result
+from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.common.timing import wall_s
+from workloads.common.worker import start_worker
 from workloads.data import DeviceBatches, build_dataset, resolve_dataset
 from workloads.lr_schedule import lr_at_step, target_lr
 from workloads.model import build_model, gradient_bytes, memory_format
@@ -367,38 +364,18 @@ def timing_words(clock_method: str) -> Dict[str, str]:
 
 @record
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_worker_args(argv)
-    point_dir = Path(args.config).resolve().parent
-    config = load_point_config(args.config)
-    raw_config = OmegaConf.to_container(OmegaConf.load(args.config))
-    started = utc_now()
-    cfg: TrainConfig = config.workload
-    ctx = init_distributed(cfg.device, cfg.backend, config.resources)
-    ranks = all_gather_objects(host_identity())
-    environment = describe_environment(ranks, ctx.world_size, ctx.backend, ctx.device.type)
+    worker = start_worker(argv)
+    cfg: TrainConfig = worker.config.workload
+    ctx = worker.ctx
     kind, note = resolve_dataset(cfg)
     if ctx.is_main and note:
         print(f"[rank 0] note: {note}", flush=True)
-    status, reason, body = "ok", None, {"measurements": {}, "derived": {}}
     extras = Extras()
-    try:
-        log = train(cfg, config, ctx, point_dir, kind, extras)
-        body = summarize(log, cfg, ctx.world_size, extras, kind, note)
-    except Exception as error:
-        if is_out_of_memory(error):  # the sweep goes on; the report shows the point as "does not fit"
-            status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
-            body["measurements"] = {"batch_probe": extras.batch_probe, "dataset": kind.value}
-        else:
-            status, reason = "failed", f"{type(error).__name__}: {error}"
-        raise
-    finally:
-        if ctx.is_main:
-            write_result(point_dir, build_result(
-                config=raw_config, point_dir=point_dir, status=status, reason=reason,
-                environment=environment, timing=timing_words(PhaseClock(ctx.device).method),
-                started_at=started, **body))
-        if status == "ok":
-            dist.destroy_process_group()
+    # An out-of-memory point keeps what the batch probe found: the report shows it as "does not fit".
+    with worker.reporting(timing_words(PhaseClock(ctx.device).method), is_oom=is_out_of_memory,
+                          oom_measurements=lambda: {"batch_probe": extras.batch_probe, "dataset": kind.value}) as body:
+        log = train(cfg, worker.config, ctx, worker.point_dir, kind, extras)
+        body.update(summarize(log, cfg, ctx.world_size, extras, kind, note))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""What every torchrun worker does around its measurements: join the run, then leave a result.json behind.
+
+    worker = start_worker(argv)                    # config, process group, environment
+    with worker.reporting(timing) as body:         # rank 0 writes result.json, whatever happens inside
+        body.update(summarize(measure(...)))       # {"measurements": ..., "derived": ...}
+
+A failure in start_worker (a bad config, a process group that cannot form) writes no result: there is no
+environment to describe yet. The launcher then records the point as failed, with the tail of torchrun's
+stderr as the reason (launcher/point_job.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+from omegaconf import OmegaConf
+
+from conf.schema import HpmlConfig
+from workloads.common.config_io import load_point_config, parse_worker_args
+from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
+from workloads.common.environment import describe_environment
+from workloads.common.result import build_result, utc_now, write_result
+
+
+def is_torch_oom(error: BaseException) -> bool:
+    return isinstance(error, torch.OutOfMemoryError)
+
+
+@dataclass(frozen=True)
+class Worker:
+    config: HpmlConfig
+    raw_config: Dict[str, Any]  # the file as written (result.json's "config"), not the typed schema
+    point_dir: Path
+    started_at: str
+    ctx: DistContext
+    environment: Dict[str, Any]
+
+    @contextlib.contextmanager
+    def reporting(self, timing: Dict[str, str], *, is_oom: Callable[[BaseException], bool] = is_torch_oom,
+                  oom_measurements: Optional[Callable[[], Dict[str, Any]]] = None
+                  ) -> Iterator[Dict[str, Dict[str, Any]]]:
+        """Runs the block; on rank 0 writes result.json with what the block put into the yielded body.
+
+        An exception is recorded (status "oom" when is_oom says so, else "failed") and raised again, so the
+        worker exits non-zero and torchrun's error file names it; what the body held by then is kept (the
+        all-reduce records every size before it fails a wrong sum). On "oom", oom_measurements, if given,
+        replaces the measurements (train keeps what its batch probe found, for the report).
+        Only a success destroys the process group: after a failure the exit ends it, and another rank may
+        still be inside a collective with this one.
+        """
+        status, reason = "ok", None
+        body: Dict[str, Dict[str, Any]] = {"measurements": {}, "derived": {}}
+        try:
+            yield body
+        # Exception only, as the workloads always caught: a KeyboardInterrupt or SystemExit passes through
+        # unrecorded (status stays "ok" in the file written below).
+        except Exception as error:
+            if is_oom(error):  # the sweep goes on past a point that does not fit
+                status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
+                if oom_measurements is not None:
+                    body["measurements"] = oom_measurements()
+            else:
+                status, reason = "failed", f"{type(error).__name__}: {error}"
+            raise
+        finally:
+            if self.ctx.is_main:
+                write_result(self.point_dir, build_result(
+                    config=self.raw_config, point_dir=self.point_dir, status=status, reason=reason,
+                    environment=self.environment, timing=timing, started_at=self.started_at, **body))
+            if status == "ok":
+                dist.destroy_process_group()
+
+
+def start_worker(argv: Sequence[str] | None = None,
+                 before_init: Optional[Callable[[HpmlConfig], None]] = None) -> Worker:
+    """Reads --config, joins the process group torchrun prepared and describes every rank's host.
+
+    before_init runs once the config is read and before the process group exists: what a communicator
+    reads from the environment when it is created (NCCL_ALGO) has to be set there.
+    """
+    args = parse_worker_args(argv)
+    point_dir = Path(args.config).resolve().parent
+    config = load_point_config(args.config)
+    raw_config = OmegaConf.to_container(OmegaConf.load(args.config))
+    started_at = utc_now()
+    if before_init is not None:
+        before_init(config)
+    ctx = init_distributed(config.workload.device, config.workload.backend, config.resources)
+    ranks = all_gather_objects(host_identity())
+    environment = describe_environment(ranks, ctx.world_size, ctx.backend, ctx.device.type)
+    return Worker(config=config, raw_config=raw_config, point_dir=point_dir, started_at=started_at, ctx=ctx,
+                  environment=environment)
