@@ -77,6 +77,15 @@ def test_a_failing_body_is_recorded_raised_and_keeps_what_it_had_measured(point)
     assert result["measurements"] == {"sizes": [1024]} and result["derived"] == {"all_correct": False}
 
 
+def test_an_interrupted_body_is_a_failure_not_an_empty_ok(point):
+    directory, _ = point
+    worker = start_worker(argv(directory))
+    with pytest.raises(KeyboardInterrupt):
+        with worker.reporting({}):
+            raise KeyboardInterrupt()
+    assert (result_of(directory)["status"], result_of(directory)["reason"]) == ("failed", "KeyboardInterrupt: ")
+
+
 def test_out_of_memory_records_the_first_line_and_the_oom_measurements(point):
     directory, _ = point
     worker = start_worker(argv(directory))

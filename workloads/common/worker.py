@@ -57,9 +57,9 @@ class Worker:
         body: Dict[str, Dict[str, Any]] = {"measurements": {}, "derived": {}}
         try:
             yield body
-        # Exception only, as the workloads always caught: a KeyboardInterrupt or SystemExit passes through
-        # unrecorded (status stays "ok" in the file written below).
-        except Exception as error:
+        # BaseException: a KeyboardInterrupt (Ctrl-C, SIGINT) or SystemExit inside the block is a failure too;
+        # catching Exception only would write status "ok" with empty measurements.
+        except BaseException as error:
             if is_oom(error):  # the sweep goes on past a point that does not fit
                 status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
                 if oom_measurements is not None:
