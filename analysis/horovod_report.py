@@ -205,7 +205,8 @@ def allreduce_markdown(rows: pd.DataFrame) -> str:
     side_by_side = impl_comparison(rows)
     for sweep, sweep_rows in rows.groupby("sweep", sort=True):
         parts.append(f"## {sweep} · allreduce\n\n{ALLREDUCE_NOTE}\n")
-        for _, point in sweep_rows.groupby(["point", "repeat"], sort=True):
+        # One section per result file: two launches under one sweep name both have a point 0.
+        for _, point in sweep_rows.groupby(["point", "repeat", "path"], sort=True, dropna=False):
             parts.append(allreduce_point_section(point))
         mine = side_by_side[side_by_side["sweep"] == sweep] if not side_by_side.empty else side_by_side
         if not mine.empty:

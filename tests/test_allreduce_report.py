@@ -36,8 +36,8 @@ def allreduce_doc(point: int, impl: str, size: dict, world_size: int = 4, peak: 
     }
 
 
-def write(root: Path, doc: dict) -> None:
-    path = root / "points" / str(doc["identity"]["point"]) / "result.json"
+def write(root: Path, doc: dict, launch: str = "") -> None:
+    path = root / launch / "points" / str(doc["identity"]["point"]) / "result.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))
 
@@ -67,6 +67,23 @@ def test_report_has_the_bandwidth_table_side_by_side_and_plot(tmp_path, capsys):
     assert [float(r["busbw_GBps"]) for r in rows] == pytest.approx([357.913941, 360.316048])
     assert [float(r["utilization"]) for r in rows] == pytest.approx([357.913941 / 450, 360.316048 / 450])
     assert (tmp_path / "report" / "allreduce_busbw.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_two_launches_under_one_sweep_name_keep_their_point_tables_apart(tmp_path):
+    # e.g. run_h200.sh's allreduce stage (N = 2) and allreduce_n stage (N = 1): both sweeps are named "bw" and
+    # both have a point 0; their sizes must not interleave under one heading.
+    size = {"bytes": 1024, "iters": 1, "correct": True, "loop_time_s_per_rank": [1e-5],
+            "iteration_time_s_per_rank": [[1e-5]]}
+    write(tmp_path, allreduce_doc(0, "hpml", {**size, "loop_time_s_per_rank": [1e-5] * 2,
+                                              "iteration_time_s_per_rank": [[1e-5], [1e-5]]}, world_size=2), "a")
+    write(tmp_path, allreduce_doc(0, "hpml", size, world_size=1), "b")
+    assert report_main([str(tmp_path)]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    for n in (1, 2):
+        heading = f"### point 0: N = {n}, impl=hpml"
+        assert markdown.count(heading) == 1
+        section = markdown.split(heading, 1)[1].split("###", 1)[0]
+        assert section.count("| 1 KiB |") == 1
 
 
 @pytest.mark.parametrize("nbytes, text", [(1024, "1 KiB"), (GiB, "1 GiB"), (3 * 2**20, "3 MiB"), (1000, "1000 B")])
