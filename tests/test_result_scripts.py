@@ -48,7 +48,8 @@ def test_hw5_script_on_two_gpus_and_a_stage_selection(tmp_path):
 def test_horovod_script_plans_every_stage_on_four_gpus(tmp_path):
     log = dry_run("docs/results/horovod_synthetic/run_h200.sh", tmp_path, GPUS="4")
     assert planned(log) == [("allreduce", 2), ("allreduce_env.default", 2), ("allreduce_env.ring_simple", 2),
-                            ("allreduce_env.channels32", 2), ("paired", 2), ("bar", 2), ("bar", 2), ("bar", 2),
+                            ("allreduce_env.channels32", 2),
+                            ("allreduce_env.channels64", 2), ("paired", 2), ("bar", 2), ("bar", 2), ("bar", 2),
                             ("weak", 2),
                             ("strong", 3), ("methods", 4), ("collectives", 3), ("allreduce_n", 2)]
     assert re.findall(r"^## stage bar .*sweep\.repeat=(\d)", log, re.M) == ["0", "1", "2"]  # DDP/Horovod pairs

@@ -23,7 +23,7 @@
 #                 NVLink peak (hardware=h200_nvlink). Bars: busbw at 1 GiB >= 360 GB/s, hpml within 2 % of raw.
 #     allreduce_env  the same at 256 MiB .. 1 GiB under NCCL's tuning variables, each its own sweep name:
 #                 default (NCCL_DEBUG_SUBSYS=INIT,TUNING logs the algorithm and channels chosen), NCCL_ALGO=Ring
-#                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32.
+#                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32, 64 channels (NCCL_MIN/MAX_NCHANNELS=64).
 #   paired        the 3 % bar measured in one process: ResNet-50, Horovod's protocol on N = max (DDP), then
 #                 PAIRED_ROUNDS (default 40) rounds of one 10-batch iteration of DDP and one of Horovod-style
 #                 (64 MiB fusion) side by side, the order alternating (workload.paired_rounds, workloads/paired.py);
@@ -62,6 +62,9 @@ NCCL_ALGO=Ring NCCL_PROTO=Simple stage allreduce_env.ring_simple 25 experiment=a
   hardware=h200_nvlink resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_ring_simple
 NCCL_MIN_NCHANNELS=32 stage allreduce_env.channels32 25 experiment=allreduce_vs_bare $GPU hardware=h200_nvlink \
   resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_channels32
+# 64 channels: +9 % busbw at 1 GiB on 2 H200s (353.6 vs 322-326 GB/s, h200_2gpu_nccl_channels/)
+NCCL_MIN_NCHANNELS=64 NCCL_MAX_NCHANNELS=64 stage allreduce_env.channels64 25 experiment=allreduce_vs_bare $GPU \
+  hardware=h200_nvlink resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_channels64
 stage paired 90 experiment=synthetic_horovod $GPU $HOROVOD resources.workers_per_node=$MAXN \
   workload.data_parallel=ddp workload.paired_rounds=${PAIRED_ROUNDS:-40} sweep.name=synthetic_paired \
   workload.ddp_broadcast_buffers=true,false
