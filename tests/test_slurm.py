@@ -211,11 +211,12 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpm
     for key in ("train_loss", "train_accuracy", "steps_per_epoch", "global_batch"):
         assert interrupted["measurements"][key] == reference["measurements"][key], key
     assert len(interrupted["measurements"]["epoch_time_s"]) == 10
-    # The first epoch of the requeued process is cold (start-up, NCCL, cuDNN) and is not timed.
-    resumed_after = int(re.search(r"resumed from \S+ after epoch (\d+)", log).group(1))
+    # The first epoch of each requeued process is cold (start-up, NCCL, cuDNN) and is not timed. The job may
+    # reach its 1-minute limit more than once (seen in CI: resumed after epochs 1 and 8); the log is appended.
+    resumed_after = [int(epoch) for epoch in re.findall(r"resumed from \S+ after epoch (\d+)", log)]
     m = interrupted["measurements"]
-    assert m["cold_epochs"] == [0, resumed_after]
-    warm = [t for i, t in enumerate(m["epoch_time_s"]) if i not in (0, resumed_after)]
+    assert m["cold_epochs"] == sorted({0, *resumed_after})
+    warm = [t for i, t in enumerate(m["epoch_time_s"]) if i not in m["cold_epochs"]]
     assert interrupted["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(warm))
 
 
