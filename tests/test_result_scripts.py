@@ -53,7 +53,7 @@ def test_horovod_script_plans_every_stage_on_four_gpus(tmp_path):
                             ("weak", 2),
                             ("strong", 3), ("methods", 4), ("collectives", 3), ("allreduce_n", 2)]
     assert re.findall(r"^## stage bar .*sweep\.repeat=(\d)", log, re.M) == ["0", "1", "2"]  # DDP/Horovod pairs
-    assert re.search(r"^## stage paired .*workers_per_node=4 .*workload\.paired_rounds=40", log, re.M)
+    assert re.search(r"^## stage paired .*workers_per_node=4 .*workload\.paired_rounds=60", log, re.M)
 
 
 @pytest.mark.parametrize("script", ["docs/results/hw5_scaling/run_h200.sh",

@@ -25,7 +25,7 @@
 #                 default (NCCL_DEBUG_SUBSYS=INIT,TUNING logs the algorithm and channels chosen), NCCL_ALGO=Ring
 #                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32, 64 channels (NCCL_MIN/MAX_NCHANNELS=64).
 #   paired        the 3 % bar measured in one process: ResNet-50, Horovod's protocol on N = max (DDP), then
-#                 PAIRED_ROUNDS (default 40) rounds of one 10-batch iteration of DDP and one of Horovod-style
+#                 PAIRED_ROUNDS (default 60) rounds of one 10-batch iteration of DDP and one of Horovod-style
 #                 (64 MiB fusion) side by side, the order alternating (workload.paired_rounds, workloads/paired.py);
 #                 twice: DDP as torch sets it up (broadcast_buffers: BatchNorm buffers sent at every forward) and
 #                 with gradients only, as Horovod-style (workload.ddp_broadcast_buffers=false).
@@ -65,8 +65,8 @@ NCCL_MIN_NCHANNELS=32 stage allreduce_env.channels32 25 experiment=allreduce_vs_
 # 64 channels: +9 % busbw at 1 GiB on 2 H200s (353.6 vs 322-326 GB/s, h200_2gpu_nccl_channels/)
 NCCL_MIN_NCHANNELS=64 NCCL_MAX_NCHANNELS=64 stage allreduce_env.channels64 25 experiment=allreduce_vs_bare $GPU \
   hardware=h200_nvlink resources.workers_per_node=$MAXN $BIG sweep.name=allreduce_env_channels64
-stage paired 90 experiment=synthetic_horovod $GPU $HOROVOD resources.workers_per_node=$MAXN \
-  workload.data_parallel=ddp workload.paired_rounds=${PAIRED_ROUNDS:-40} sweep.name=synthetic_paired \
+stage paired 100 experiment=synthetic_horovod $GPU $HOROVOD resources.workers_per_node=$MAXN \
+  workload.data_parallel=ddp workload.paired_rounds=${PAIRED_ROUNDS:-60} sweep.name=synthetic_paired \
   workload.ddp_broadcast_buffers=true,false
 for r in 0 1 2; do  # the bar: DDP then Horovod-style, 3 times over, so that a drift of the machine hits both
   stage bar 55 experiment=synthetic_horovod $GPU $HOROVOD $ITERS resources.workers_per_node=$MAXN sweep.repeat=$r
