@@ -16,9 +16,10 @@ from conf.validation import ConfigValueError
 from conf.workload_schemas import Dataset, LrScaling, Parallel, Scaling, check_data_parallel
 from workloads import lr_schedule, overhead, parallel, phases
 from workloads.batch_probe import probe_max_batch
+from workloads.common.worker import is_out_of_memory
 from workloads.data import DeviceBatches, cifar10_on_disk, resolve_dataset
 from workloads.model import build_model, gradient_bytes
-from workloads.train import cudnn_benchmark_in_force, is_out_of_memory, per_worker_batch
+from workloads.train import cudnn_benchmark_in_force, per_worker_batch
 
 
 # --- learning rate (Goyal et al.) ---------------------------------------------------------------------

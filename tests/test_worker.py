@@ -13,7 +13,6 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from workloads.batch_probe import is_out_of_memory
 from workloads.common.worker import start_worker
 
 
@@ -100,14 +99,16 @@ def test_out_of_memory_records_the_first_line_and_the_oom_measurements(point):
     assert result["derived"] == {"kept": True}
 
 
-@pytest.mark.parametrize("is_oom, status", [(None, "failed"), (is_out_of_memory, "oom")])
-def test_what_counts_as_out_of_memory_is_the_workloads_choice(point, is_oom, status):
+@pytest.mark.parametrize("error, status", [
+    (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GiB"), "oom"),
+    (RuntimeError("shape mismatch"), "failed"),
+])
+def test_a_cpu_allocation_failure_counts_as_out_of_memory_in_every_workload(point, error, status):
     directory, _ = point
     worker = start_worker(argv(directory))
-    cpu_oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GiB")
     with pytest.raises(RuntimeError):
-        with worker.reporting({}, **({"is_oom": is_oom} if is_oom else {})):
-            raise cpu_oom
+        with worker.reporting({}):
+            raise error
     result = result_of(directory)
     assert result["status"] == status
     assert result["measurements"] == {} and result["derived"] == {}  # no oom_measurements given

@@ -15,11 +15,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-
-def is_out_of_memory(error: BaseException) -> bool:
-    """CUDA's allocator raises torch.OutOfMemoryError; the CPU allocator a RuntimeError that says so."""
-    return isinstance(error, torch.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "can't allocate memory" in str(error))
+from workloads.common.worker import is_out_of_memory
 
 
 def _cleanup(device: torch.device) -> None:

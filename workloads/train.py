@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from conf.schema import HpmlConfig
 from conf.workload_schemas import Dataset, Parallel, Precision, Scaling, TrainConfig
 from workloads import overhead, parallel
-from workloads.batch_probe import is_out_of_memory, probe_max_batch
+from workloads.batch_probe import probe_max_batch
 from workloads.common.checkpoint import CHECKPOINT_FILE, EpochCheckpoint
 from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.common.timing import wall_s
@@ -372,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"[rank 0] note: {note}", flush=True)
     extras = Extras()
     # An out-of-memory point keeps what the batch probe found: the report shows it as "does not fit".
-    with worker.reporting(timing_words(PhaseClock(ctx.device).method), is_oom=is_out_of_memory,
+    with worker.reporting(timing_words(PhaseClock(ctx.device).method),
                           oom_measurements=lambda: {"batch_probe": extras.batch_probe, "dataset": kind.value}) as body:
         log = train(cfg, worker.config, ctx, worker.point_dir, kind, extras)
         body.update(summarize(log, cfg, ctx.world_size, extras, kind, note))

@@ -27,8 +27,10 @@ from workloads.common.environment import describe_environment
 from workloads.common.result import build_result, utc_now, write_result
 
 
-def is_torch_oom(error: BaseException) -> bool:
-    return isinstance(error, torch.OutOfMemoryError)
+def is_out_of_memory(error: BaseException) -> bool:
+    """CUDA's allocator raises torch.OutOfMemoryError; the CPU allocator a RuntimeError that says so."""
+    return isinstance(error, torch.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and "can't allocate memory" in str(error))
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,12 @@ class Worker:
     environment: Dict[str, Any]
 
     @contextlib.contextmanager
-    def reporting(self, timing: Dict[str, str], *, is_oom: Callable[[BaseException], bool] = is_torch_oom,
+    def reporting(self, timing: Dict[str, str], *,
                   oom_measurements: Optional[Callable[[], Dict[str, Any]]] = None
                   ) -> Iterator[Dict[str, Dict[str, Any]]]:
         """Runs the block; on rank 0 writes result.json with what the block put into the yielded body.
 
-        An exception is recorded (status "oom" when is_oom says so, else "failed") and raised again, so the
+        An exception is recorded (status "oom" when is_out_of_memory says so, else "failed") and raised again, so the
         worker exits non-zero and torchrun's error file names it; what the body held by then is kept (the
         all-reduce records every size before it fails a wrong sum). On "oom", oom_measurements, if given,
         replaces the measurements (train keeps what its batch probe found, for the report).
@@ -60,7 +62,7 @@ class Worker:
         # BaseException: a KeyboardInterrupt (Ctrl-C, SIGINT) or SystemExit inside the block is a failure too;
         # catching Exception only would write status "ok" with empty measurements.
         except BaseException as error:
-            if is_oom(error):  # the sweep goes on past a point that does not fit
+            if is_out_of_memory(error):  # the sweep goes on past a point that does not fit
                 status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
                 if oom_measurements is not None:
                     body["measurements"] = oom_measurements()
