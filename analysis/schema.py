@@ -17,6 +17,7 @@ SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "oom", "timeout")
 SCALING_MODES = ("weak", "strong")
 WARMUP_EPOCHS = 1  # epoch 1 is warm-up: its time is never reported
+TRAINING_WORKLOADS = ("train",)  # workloads whose ok results carry the per-epoch arrays checked below
 
 
 def timed_epoch_indices(measurements: Mapping[str, Any]) -> List[int]:
@@ -36,7 +37,6 @@ def timed_epoch_indices(measurements: Mapping[str, Any]) -> List[int]:
 def timed_values(values: List[Any], measurements: Mapping[str, Any]) -> List[Any]:
     """The entries of a per-epoch list that belong to timed epochs (see timed_epoch_indices)."""
     return [values[i] for i in timed_epoch_indices(measurements)]
-TRAINING_WORKLOADS = ("train",)  # workloads whose ok results carry the per-epoch arrays checked below
 
 
 class Kind(NamedTuple):
