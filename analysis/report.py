@@ -1,9 +1,13 @@
-"""`hpml report DIR [--out OUTDIR]`: scaling tables from every result.json under DIR.
+"""`hpml report DIR [--out OUTDIR]`: every registered workload's tables from every result.json under DIR.
 
-Prints the Markdown report (tables, then results left out and problems) and writes OUTDIR/report.md and
-OUTDIR/scaling.csv (OUTDIR defaults to DIR/report/). Unusable or missing results are listed, not fatal:
-the exit status is 0 as long as DIR holds at least one result.json; 2, with one line, when DIR does not
-exist or holds none.
+Prints the Markdown report and writes OUTDIR/report.md with one CSV (full precision) and one LaTeX file per
+table and the figures (OUTDIR defaults to DIR/report/). The report's order: the title, each workload's
+sections (analysis.registry's order), the results left out of every table and why, then the problems
+(results that could not be read, points with no result). Unusable or missing results are listed, not
+fatal: the exit status is 0 as long as DIR holds at least one result.json; 2, with one line, when DIR does
+not exist or holds none.
+
+This module names no workload: analysis.registry says which report and which extra checks each has.
 """
 
 from __future__ import annotations
@@ -12,19 +16,15 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
-import pandas as pd
-
-from analysis.horovod_report import StudyReport as HorovodStudy
-from analysis.horovod_report import study_report, tabulates, write_study as write_horovod_study
-from analysis.render import report_markdown, write_csv
-from analysis.results import LoadedResults, load_results
-from analysis.scaling import is_tabulated, runs_frame, scaling_table
-from analysis.train_report import StudyReport, build_study, study_markdown, write_study
+from analysis.registry import REPORTS, RESULT_CHECKS
+from analysis.results import LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results
+from analysis.sections import Section, report_markdown, write_sections
 
 REPORT_MD = "report.md"
-SCALING_CSV = "scaling.csv"
+
+LeftOut = Tuple[Dict[str, Any], str]  # a result read but in no table, and why
 
 
 class ReportError(Exception):
@@ -34,12 +34,47 @@ class ReportError(Exception):
 @dataclass
 class Report:
     loaded: LoadedResults
-    runs: pd.DataFrame  # one row per tabulated result (analysis.scaling.RUN_COLUMNS)
-    table: pd.DataFrame  # the scaling table (analysis.scaling.SCALING_COLUMNS)
-    untabulated: List[Dict[str, Any]]  # results read but in no table (not ok, or no scaling table)
+    sections: List[Section]  # every workload's, in the registry's order
+    left_out: List[LeftOut]  # results read but in no table: not ok, no registered report, unreadable
     markdown: str
-    study: Optional[StudyReport] = None  # the batch size x devices study's tables, when results have them
-    horovod: Optional[HorovodStudy] = None  # the synthetic-benchmark and all-reduce tables (issue 5)
+
+
+def left_out_section(left_out: Sequence[LeftOut]) -> Section:
+    lines = []
+    for doc, why in left_out:
+        ident = doc["identity"]
+        lines.append(f"- `{doc.get('path')}` (point {ident['point']}, repeat {ident['repeat']}): {why}")
+    return Section(f"Results not in a table ({len(left_out)})", markdown="\n".join(lines))
+
+
+def problems_section(problems: Sequence[Problem]) -> Section:
+    if not problems:
+        return Section("Problems (0)", markdown="Every result.json could be read; no point is missing one.")
+    lines = [f"- `{problem.path}`: {problem.message}" for problem in problems]
+    return Section(f"Problems ({len(problems)})",
+                   markdown="Results that could not be read or are missing; the tables above do not include "
+                            "them.\n\n" + "\n".join(lines))
+
+
+def workload_sections(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Section], List[LeftOut]]:
+    """Each registered workload's sections of its results; what no table shows, with why."""
+    by_workload: Dict[str, List[Dict[str, Any]]] = {}
+    for row in rows:
+        by_workload.setdefault(row["identity"]["workload"], []).append(row)
+    sections: List[Section] = []
+    left_out: Dict[int, str] = {}
+    for row in rows:
+        if row["status"] != "ok":
+            left_out[id(row)] = f"{row['status']}: {row['reason'] or 'no reason given'}"
+        elif row["identity"]["workload"] not in REPORTS:
+            left_out[id(row)] = f"no report section for workload {row['identity']['workload']!r}"
+    for name, report in REPORTS.items():
+        if name not in by_workload:
+            continue
+        results = WorkloadResults(name, by_workload[name])
+        sections += report(results)
+        left_out.update((id(doc), why) for doc, why in results.unreadable)
+    return sections, [(row, left_out[id(row)]) for row in rows if id(row) in left_out]
 
 
 def build_report(root: str | Path) -> Report:
@@ -47,60 +82,41 @@ def build_report(root: str | Path) -> Report:
     root = Path(root)
     if not root.is_dir():
         raise ReportError(f"{root} is not a directory; give a sweep directory (or a folder of sweeps)")
-    loaded = load_results(root)
+    loaded = load_results(root, RESULT_CHECKS)
     if loaded.files_found == 0:
         raise ReportError(f"no result.json under {root}; if it is a sweep still running, see "
                           f"`hpml status {root}`")
-    runs = runs_frame(loaded.rows)
-    table = scaling_table(runs)
-    untabulated = [row for row in loaded.rows if not is_tabulated(row)]
-    markdown = report_markdown(str(root), table, untabulated, loaded.problems)
-    return with_batch_gpu_study(with_horovod_study(Report(loaded=loaded, runs=runs, table=table,
-                                                          untabulated=untabulated, markdown=markdown), str(root)))
-
-
-def with_horovod_study(report: Report, source: str) -> Report:
-    """Adds the Horovod-style study (analysis.horovod_report: synthetic-benchmark throughput, scaling, cost
-    and all-reduce comparison tables; the all-reduce bandwidth table; their CSVs and PNGs) right after the
-    scaling tables; its results leave the "not in a table" list."""
-    report.horovod = study_report(report.loaded.rows)
-    report.untabulated = [row for row in report.untabulated if not tabulates(row)]
-    report.markdown = report_markdown(source, report.table, report.untabulated, report.loaded.problems,
-                                      sections=[report.horovod.markdown])
-    return report
-
-
-def with_batch_gpu_study(report: Report) -> Report:
-    """Adds the batch size x devices study (analysis.train_report: time, phase, comm, bandwidth,
-    large-batch tables as Markdown/CSV/LaTeX, speedup.png) when train results carry its measurements."""
-    report.study = build_study(report.loaded.rows)
-    if not report.study.empty:
-        report.markdown += "\n" + study_markdown(report.study)
-    return report
+    sections, left_out = workload_sections(loaded.rows)
+    closing = ([left_out_section(left_out)] if left_out else []) + [problems_section(loaded.problems)]
+    body = sections or [Section("No ok results to tabulate", level=2)]
+    markdown = report_markdown(f"hpml scaling report: {root}", body + closing)
+    return Report(loaded=loaded, sections=sections, left_out=left_out, markdown=markdown)
 
 
 def write_report(report: Report, out_dir: Path) -> List[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path = out_dir / REPORT_MD
     md_path.write_text(report.markdown)
-    study_files = write_study(report.study, out_dir) if report.study else []
-    horovod_files = write_horovod_study(report.horovod, out_dir) if report.horovod else []
-    return [md_path, write_csv(report.table, out_dir / SCALING_CSV)] + study_files + horovod_files
+    return [md_path] + write_sections(report.sections, out_dir)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="hpml report", description="Scaling tables (Markdown, CSV) from every result.json under DIR.")
+        prog="hpml report", description="Scaling tables (Markdown, CSV, LaTeX) from every result.json under DIR.")
     parser.add_argument("dir", type=Path, help="a sweep directory, or a folder holding sweeps")
     parser.add_argument("--out", type=Path, default=None,
-                        help=f"where to write {REPORT_MD} and {SCALING_CSV} (default: DIR/report/)")
+                        help=f"where to write {REPORT_MD}, the CSV and LaTeX tables and the figures "
+                             "(default: DIR/report/)")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        report = build_report(args.dir)
+        # `hpml report` is one short process: the collector stays paused while the tables are built too, where
+        # each of its passes would walk every loaded document again (docs/results/report-speed.md).
+        with cycle_collection_paused():
+            report = build_report(args.dir)
     except ReportError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2

@@ -10,33 +10,15 @@ docs/result-schema.md), so a reader ignores what it does not know. Changing or r
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "oom", "timeout")
-SCALING_MODES = ("weak", "strong")
-WARMUP_EPOCHS = 1  # epoch 1 is warm-up: its time is never reported
-TRAINING_WORKLOADS = ("train",)  # workloads whose ok results carry the per-epoch arrays checked below
+from contract.result_format import SCALING_MODES, SCHEMA_VERSION, STATUSES
 
-
-def timed_epoch_indices(measurements: Mapping[str, Any]) -> List[int]:
-    """0-based indices of the epochs a training result's times count: every epoch but the cold ones.
-
-    Cold epochs (`measurements.cold_epochs`) are those a fresh process started with: epoch 1 always, and the
-    first epoch after each resume from a checkpoint (a requeued job re-imports, re-initialises NCCL and
-    re-tunes cuDNN). Results written before the key existed have only epoch 1 cold. Should every epoch be
-    cold (a job requeued after each epoch), only epoch 1 is dropped, so the result still has a time.
-    """
-    epochs = len(measurements["epoch_time_s"])
-    cold = set(measurements.get("cold_epochs") or range(WARMUP_EPOCHS))
-    timed = [i for i in range(epochs) if i not in cold]
-    return timed or list(range(WARMUP_EPOCHS, epochs))
-
-
-def timed_values(values: List[Any], measurements: Mapping[str, Any]) -> List[Any]:
-    """The entries of a per-epoch list that belong to timed epochs (see timed_epoch_indices)."""
-    return [values[i] for i in timed_epoch_indices(measurements)]
+# A workload's own rules for its ok results, registered in analysis.registry.RESULT_CHECKS: the document
+# (its envelope already valid) -> one line per broken rule.
+ResultCheck = Callable[[Mapping[str, Any]], List[str]]
 
 
 class Kind(NamedTuple):
@@ -46,16 +28,27 @@ class Kind(NamedTuple):
     accepts: Callable[[Any], bool]
 
 
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)  # type(), not isinstance(): JSON true must not pass as 1
-
-
-def _is_duration(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value) and value >= 0
-
-
 def _list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, list) and all(test(item) for item in value)
+
+
+_NUMBER_TYPES = {int, float}  # type(), not isinstance(): JSON true must not pass as 1
+
+
+def _numbers(value: Any) -> bool:
+    """A list of numbers (not bools); one set of types per list, not a call per item (10,000 results)."""
+    return type(value) is list and {type(v) for v in value} <= _NUMBER_TYPES
+
+
+def _durations(value: Any, positive: bool = False) -> bool:
+    """A list of finite numbers >= 0 (> 0 when positive). The sum of numbers >= 0 is finite exactly when
+    none is NaN or infinite, and min() sees every negative one; NaN, which compares false, is the sum's."""
+    if not _numbers(value):
+        return False
+    if not value:
+        return True
+    low = min(value)
+    return (low > 0 if positive else low >= 0) and math.isfinite(sum(value))
 
 
 OBJECT = Kind("an object", lambda v: isinstance(v, dict))
@@ -66,9 +59,9 @@ POSITIVE_INTEGER = Kind("an integer >= 1", lambda v: type(v) is int and v >= 1)
 OPTIONAL_INTEGER = Kind("an integer or null", lambda v: v is None or type(v) is int)
 STATUS = Kind(f"one of {', '.join(STATUSES)}", lambda v: v in STATUSES)
 SCALING = Kind(f"one of {', '.join(SCALING_MODES)}", lambda v: v in SCALING_MODES)
-NUMBERS = Kind("a list of numbers", _list_of(_is_number))
-EPOCH_TIMES = Kind("a list of durations > 0 s", _list_of(lambda v: _is_duration(v) and v > 0))
-DURATION_LISTS = Kind("a list of lists of durations >= 0 s", _list_of(_list_of(_is_duration)))
+NUMBERS = Kind("a list of numbers", _numbers)
+EPOCH_TIMES = Kind("a list of durations > 0 s", lambda v: _durations(v, positive=True))
+DURATION_LISTS = Kind("a list of lists of durations >= 0 s", _list_of(_durations))
 
 # Every result, whatever its status. Parents come before their children: a child is checked only when
 # its parent passed, so a missing object gives one line, not one per key inside it.
@@ -98,33 +91,22 @@ ENVELOPE: Dict[str, Kind] = {
     "finished_at": STRING,
 }
 
-# An ok result of a training workload: the raw arrays the scaling analysis recomputes its numbers from.
-# (A failed run may have stopped before measuring anything, so these are not asked of it.)
-TRAINING_MEASUREMENTS: Dict[str, Kind] = {
-    "config.workload.scaling": SCALING,
-    "measurements.epoch_time_s": EPOCH_TIMES,
-    "measurements.epoch_time_s_per_rank": DURATION_LISTS,
-    "measurements.step_time_s": DURATION_LISTS,
-    "measurements.train_loss": NUMBERS,  # NaN allowed: a diverged run is still a measured run
-    "measurements.train_accuracy": NUMBERS,
-    "measurements.steps_per_epoch": POSITIVE_INTEGER,
-    "measurements.per_worker_batch": POSITIVE_INTEGER,
-    "measurements.global_batch": POSITIVE_INTEGER,
-    "measurements.samples_per_epoch": POSITIVE_INTEGER,
-}
+@functools.lru_cache(maxsize=None)
+def _parts(dotted_key: str) -> Tuple[str, ...]:
+    return tuple(dotted_key.split("."))
 
 
 def lookup(doc: Mapping[str, Any], dotted_key: str) -> Tuple[bool, Any]:
     """(found, value) of a dotted key such as "config.workload.scaling"."""
     node: Any = doc
-    for part in dotted_key.split("."):
+    for part in _parts(dotted_key):
         if not isinstance(node, dict) or part not in node:
             return False, None
         node = node[part]
     return True, node
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -139,49 +121,26 @@ def check_kinds(doc: Mapping[str, Any], table: Mapping[str, Kind]) -> List[str]:
         if not found:
             errors.append(f"{key}: missing")
         elif not kind.accepts(value):
-            errors.append(f"{key}: expected {kind.description}, got {_shown(value)}")
+            errors.append(f"{key}: expected {kind.description}, got {shown(value)}")
         else:
             continue
         failed.append(key)
     return errors
 
 
-def _training_consistency(doc: Mapping[str, Any]) -> List[str]:
-    """Rules between arrays, for an ok training result whose arrays already have the right kinds."""
-    m, errors = doc["measurements"], []
-    epochs = len(m["epoch_time_s"])
-    if epochs <= WARMUP_EPOCHS:
-        errors.append(f"measurements.epoch_time_s: {epochs} epoch(s); an ok result needs at least "
-                      f"{WARMUP_EPOCHS + 1} (epoch 1 is warm-up and is not reported)")
-    cold = m.get("cold_epochs")  # optional: results written before it existed have only epoch 1 cold
-    if cold is not None and not (isinstance(cold, list) and all(type(i) is int and 0 <= i < epochs for i in cold)):
-        errors.append(f"measurements.cold_epochs: expected epoch indices 0..{epochs - 1}, got {_shown(cold)}")
-        return errors  # the checks below count timed epochs by it
-    for key in ("epoch_time_s_per_rank", "step_time_s"):
-        if len(m[key]) != epochs:
-            errors.append(f"measurements.{key}: {len(m[key])} epoch(s), but epoch_time_s has {epochs}")
-    if len(m["step_time_s"]) == epochs and any(len(steps) == 0 for steps in timed_values(m["step_time_s"], m)):
-        errors.append("measurements.step_time_s: a timed epoch has no steps")
-    resources, world_size = doc["config"]["resources"], doc["environment"]["world_size"]
-    planned = resources["nodes"] * resources["workers_per_node"]
-    if world_size != planned:
-        errors.append(f"environment.world_size: {world_size} workers ran, but config.resources asked for "
-                      f"nodes * workers_per_node = {planned}")
-    return errors
-
-
-def validate_result(doc: Any) -> List[str]:
-    """Every way `doc` breaks schema version 1, one line each; [] when the analysis can use it."""
+def validate_result(doc: Any, checks: Optional[Mapping[str, ResultCheck]] = None) -> List[str]:
+    """Every way `doc` breaks schema version 1, one line each; [] when the analysis can use it. `checks`:
+    per workload name, the rules its ok results must also pass (analysis.registry.RESULT_CHECKS)."""
     if not isinstance(doc, dict):
         return [f"the document is {type(doc).__name__}, not a JSON object"]
     if "schema_version" not in doc:
         return ["schema_version: missing"]
     version = doc["schema_version"]
     if type(version) is not int or version != SCHEMA_VERSION:
-        return [f"schema_version {_shown(version)} is not supported (this analysis reads version "
+        return [f"schema_version {shown(version)} is not supported (this analysis reads version "
                 f"{SCHEMA_VERSION}); a breaking change of the result format bumps the version"]
     errors = check_kinds(doc, ENVELOPE)
-    if errors or doc["status"] != "ok" or doc["identity"]["workload"] not in TRAINING_WORKLOADS:
+    workload_check = (checks or {}).get(doc["identity"]["workload"]) if not errors else None
+    if errors or doc["status"] != "ok" or workload_check is None:
         return errors
-    errors = check_kinds(doc, TRAINING_MEASUREMENTS)
-    return errors or _training_consistency(doc)
+    return workload_check(doc)

@@ -2,11 +2,15 @@
 
 The dataclasses say which keys exist and what type each has; the YAML files under ``conf/`` set the values
 (fields without a value here are ``MISSING`` and must come from YAML). Hydra validates types and rejects
-unknown keys while composing; ``__post_init__`` checks the rest when a point is planned
-(``OmegaConf.to_object``) and when a worker loads its config, with messages that name the field.
+unknown keys while composing; ``config_from_dict`` then builds the typed tree from the resolved values and
+``__post_init__`` checks the rest, with messages that name the field. The launcher calls it for every point
+it plans, and every worker calls it on its point's config.yaml (workloads/common/point_config.py): one
+validation path.
 
-The workloads' schemas (the `workload` group) are in conf/workload_schemas.py; the helpers both modules
-use (MISSING, ConfigValueError, require) are in conf/validation.py.
+The workloads' schemas (the `workload` group) are in conf/workload/<name>.py, registered in
+conf/workload/__init__.py; HpmlConfig reaches a workload only through the hooks of
+conf/workload_contract.py. ResourcesConfig has its own module (conf/resources.py) because the workload
+schemas take it too; MISSING, ConfigValueError and require are in conf/validation.py.
 
 This module imports neither Hydra nor OmegaConf so that workers can use it to read their config.
 """
@@ -21,9 +25,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
+from conf.resources import ResourcesConfig
 from conf.validation import MISSING, ConfigValueError, require
-from conf.workload_schemas import (WORKLOAD_SCHEMAS, Parallel, Scaling, SyntheticConfig, TrainConfig,
-                                  check_data_parallel)
+from conf.workload import WORKLOAD_SCHEMAS
 
 
 SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -51,35 +55,6 @@ class SweepConfig:
 
     def __post_init__(self) -> None:
         require(self.repeat >= 0, "sweep.repeat", "an integer >= 0", self.repeat)
-
-
-@dataclass
-class ResourcesConfig:
-    """What one sweep point asks of the cluster. Points with equal resources share one job array."""
-
-    nodes: int = MISSING
-    workers_per_node: int = MISSING  # torchrun --nproc_per_node: one worker per GPU, or per CPU slot
-    gpus_per_node: int = MISSING  # GPUs requested per node; 0 runs on CPU
-    cpus_per_worker: int = MISSING  # CPU threads each worker may use (torch.set_num_threads)
-    mem_gb: int = MISSING  # memory per node; 0 leaves it to the cluster's default
-    time_min: int = MISSING  # wall-clock limit of the job
-
-    def __post_init__(self) -> None:
-        require(self.nodes >= 1, "resources.nodes", "an integer >= 1", self.nodes)
-        require(self.workers_per_node >= 1, "resources.workers_per_node", "an integer >= 1",
-                self.workers_per_node)
-        require(self.gpus_per_node >= 0, "resources.gpus_per_node", "an integer >= 0", self.gpus_per_node)
-        require(self.gpus_per_node == 0 or self.workers_per_node <= self.gpus_per_node,
-                "resources.workers_per_node", f"at most resources.gpus_per_node={self.gpus_per_node} "
-                "(one worker per GPU)", self.workers_per_node)
-        require(self.cpus_per_worker >= 1, "resources.cpus_per_worker", "an integer >= 1",
-                self.cpus_per_worker)
-        require(self.mem_gb >= 0, "resources.mem_gb", "an integer >= 0 (0: cluster default)", self.mem_gb)
-        require(self.time_min >= 1, "resources.time_min", "an integer >= 1 (minutes)", self.time_min)
-
-    @property
-    def world_size(self) -> int:
-        return self.nodes * self.workers_per_node
 
 
 @dataclass
@@ -122,22 +97,12 @@ class HpmlConfig:
     sweep: SweepConfig = MISSING
     resources: ResourcesConfig = MISSING
     cluster: ClusterConfig = MISSING
-    workload: Any = MISSING  # one of the workload schemas, chosen by the `workload` config group
+    # one of the workload schemas (a WorkloadConfig), chosen by the `workload` config group. Typed Any for
+    # Hydra: a field typed WorkloadConfig would accept only the base class's keys.
+    workload: Any = MISSING
 
     def __post_init__(self) -> None:
-        if isinstance(self.workload, SyntheticConfig):
-            self.workload.check_resources(self.resources)
-        if isinstance(self.workload, TrainConfig) and self.workload.scaling == Scaling.strong:
-            world = self.resources.world_size
-            require(self.workload.batch_size % world == 0, "workload.batch_size",
-                    f"a multiple of the world size {world} when workload.scaling=strong",
-                    self.workload.batch_size)
-            devices = world * self.workload.devices_per_worker
-            require(self.workload.batch_size % devices == 0, "workload.batch_size",
-                    f"a multiple of the {devices} devices (workload.dp_devices per worker) when "
-                    "workload.scaling=strong", self.workload.batch_size)
-        if isinstance(self.workload, TrainConfig) and self.workload.parallel == Parallel.dp:
-            check_data_parallel(self.workload, self.resources)
+        self.workload.check_resources(self.resources)
 
 
 @functools.lru_cache(maxsize=None)

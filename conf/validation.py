@@ -1,8 +1,8 @@
-"""Helpers the config schemas share: the MISSING marker, ConfigValueError and `require`.
+"""Helpers every config schema uses: the MISSING marker, ConfigValueError and `require`.
 
-A module of their own because both conf/schema.py (the base tree) and conf/workload_schemas.py use them,
-and conf/schema.py imports conf/workload_schemas.py (HpmlConfig checks the workload against the resources;
-config_from_dict picks the workload schema by name): kept in either one, they would make an import cycle.
+A module of their own, at the bottom of conf/'s imports: conf/schema.py (the base tree), conf/resources.py,
+conf/workload_contract.py and each workload's schema (conf/workload/<name>.py) all use them, and conf/schema.py
+imports the workload schemas; kept in any of those, they would make an import cycle.
 
 Imports neither Hydra nor OmegaConf, like the schemas, so that workers can read their config without them.
 """

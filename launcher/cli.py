@@ -1,4 +1,4 @@
-"""The `hpml` command: launch | status | report."""
+"""The `hpml` command: launch | status | resume | report (each command in its own module)."""
 
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return launch(rest)
         if command == "status":
-            from launcher.launch import show_status
+            from launcher.status import status_command
 
             parser = argparse.ArgumentParser(prog="hpml status")
             parser.add_argument("sweep_dir", type=Path)
             args = parser.parse_args(rest)
-            return show_status(args.sweep_dir)
+            return status_command(args.sweep_dir)
         if command == "resume":
-            from launcher.launch import resume
+            from launcher.resume import resume
 
             parser = argparse.ArgumentParser(prog="hpml resume")
             parser.add_argument("sweep_dir", type=Path)
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_main(rest)
     except Exception as error:  # noqa: BLE001 - user errors become one line; tracebacks stay for bugs
         from conf.validation import ConfigValueError
-        from launcher.launch import LaunchError
+        from launcher.errors import LaunchError
 
         if isinstance(error, (LaunchError, FileNotFoundError, ConfigValueError)):
             for line in str(error).splitlines():

@@ -1,12 +1,13 @@
-"""Registers the schemas of conf/schema.py and conf/workload_schemas.py in Hydra's ConfigStore (the YAML
-files under conf/ name them: hpml_schema, cluster_schema, <workload>_schema@workload)."""
+"""Registers the schemas of conf/schema.py and of every registered workload (conf/workload/__init__.py) in
+Hydra's ConfigStore (the YAML files under conf/ name them: hpml_schema, cluster_schema,
+<workload>_schema@workload)."""
 
 from __future__ import annotations
 
 from hydra.core.config_store import ConfigStore
 
 from conf.schema import ClusterConfig, HpmlConfig
-from conf.workload_schemas import WORKLOAD_SCHEMAS
+from conf.workload import WORKLOAD_SCHEMAS
 
 
 def register_schemas() -> None:

@@ -1,4 +1,5 @@
-"""One clear line for a config error, whatever layer raised it (Hydra, OmegaConf or a schema check)."""
+"""Errors the user can fix: LaunchError, and one clear line for a config error, whatever layer raised it
+(Hydra, OmegaConf or a schema check)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ from typing import Iterator, Optional
 
 from hydra.errors import MissingConfigException
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+
+class LaunchError(Exception):
+    """A problem the user can fix (launch, status, resume); `hpml` prints it as one line per problem and
+    exits 2, with nothing written or submitted."""
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:

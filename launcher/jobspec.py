@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
 from conf.schema import ClusterKind, HpmlConfig
+from contract.sweep_layout import CONFIG_FILE
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class JobSpec:
 
     @property
     def config_path(self) -> str:
-        return f"{self.point_dir}/config.yaml"
+        return f"{self.point_dir}/{CONFIG_FILE}"
 
 
 def shape_of(config: HpmlConfig) -> ResourceShape:

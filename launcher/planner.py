@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import yaml
-from conf.schema import HpmlConfig, config_from_dict
-from launcher.jobspec import JobSpec, jobspec_of
-from launcher.sweep_dir import point_dir
 
-CONFIG_FILE = "config.yaml"
+from conf.schema import HpmlConfig, config_from_dict
+from contract.sweep_layout import CONFIG_FILE, point_dir
+from launcher.jobspec import JobSpec, jobspec_of
 
 
 @dataclass

@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
+from contract.jsonio import read_json, utc_now, write_json_atomic
+from contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
 from launcher.jobspec import JobSpec
-from launcher.sweep_dir import RESULT_FILE, STATE_FILE, read_json, write_json_atomic
 from launcher.torchrun import Rendezvous, slurm_rendezvous, torchrun_command
 
 STDERR_TAIL_LINES = 20
@@ -29,12 +30,6 @@ def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     except OSError:
         return "(no stderr)"
     return "\n".join(text[-lines:])
-
-
-def utc_now() -> str:
-    import datetime as dt
-
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def job_identity() -> dict:
@@ -99,7 +94,7 @@ class PointJob:
         point_dir = Path(self.spec.point_dir)
         ident = job_identity()
         node = ident["node"]
-        logs = point_dir / "logs"
+        logs = point_dir / LOGS_DIR
         logs.mkdir(parents=True, exist_ok=True)
         state_path = point_dir / STATE_FILE
         if node == 0:

@@ -3,16 +3,24 @@
 A point whose result is ok is completed, whatever the scheduler says. Otherwise a finished state from
 the scheduler (failed, timeout, cancelled, out of memory, node fail) or from the job's own state.json
 wins; a job the scheduler no longer knows and that left no file is "lost" (resume reruns it).
+
+`hpml status DIR` prints them (status_command); launch, resume and the progress line share current_states.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from launcher.sweep_dir import RESULT_FILE, STATE_FILE, point_dir, read_json, read_manifest
+from conf.schema import ClusterKind
+from contract.jsonio import read_json
+from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from launcher.manifest import read_manifest
+from launcher.scheduler_state import scheduler_states
 
 # A point is finished when its state is one of these; resume reruns the ones not "completed".
 FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail", "lost")
@@ -44,7 +52,7 @@ def state_from_files(folder: Path) -> tuple[str, Optional[str]] | None:
 
 def job_log_tail(sweep_dir: Path, job_id: str, lines: int = 5) -> Optional[str]:
     """The end of submitit's stderr for a job that died before it could write its own state."""
-    log = Path(sweep_dir) / "jobs" / job_id / f"{job_id}_0_log.err"
+    log = Path(sweep_dir) / JOBS_DIR / job_id / f"{job_id}_0_log.err"
     try:
         text = log.read_text(errors="replace").strip().splitlines()
     except OSError:
@@ -88,6 +96,36 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
     return states
 
 
+def current_states(sweep_dir: Path) -> List[PointState]:
+    """Point states, asking the scheduler (once, batched) when the sweep ran on SLURM."""
+    manifest = read_manifest(sweep_dir)
+    if manifest.get("cluster") != ClusterKind.slurm.value:
+        return point_states(sweep_dir, local_jobs(manifest))
+    jobs, source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
+    return point_states(sweep_dir, jobs if source != "none" else None)
+
+
+def local_jobs(manifest: Dict) -> Optional[Dict[str, Dict[str, str]]]:
+    """Local jobs live as long as the `hpml launch` that runs them: once it is gone, a point that never
+    finished is lost (resume reruns it). None while the launch still runs (judge by the files)."""
+    launcher = manifest.get("launcher") or {}
+    if launcher.get("host") != socket.gethostname() or process_alive(launcher.get("pid")):
+        return None
+    return {}
+
+
+def process_alive(pid: Optional[int]) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
 def summary_counts(states: List[PointState]) -> Dict[str, int]:
     counts = Counter(s.state for s in states)
     return {"done": counts["completed"], "running": counts["running"],
@@ -109,3 +147,12 @@ def status_table(states: List[PointState]) -> str:
             last = s.reason.strip().splitlines()[-1] if s.reason.strip() else s.reason
             lines.append(f"{'':<6} reason: {last}")
     return "\n".join(lines)
+
+
+def status_command(sweep_dir: Path) -> int:
+    """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed)."""
+    manifest = read_manifest(sweep_dir)
+    states = current_states(sweep_dir)
+    print(progress_line(manifest["sweep"], states))
+    print(status_table(states))
+    return 0

@@ -1,55 +1,20 @@
-"""Submits planned points through submitit: one job array per resource shape.
-
-Local: submitit's LocalExecutor, at most cluster.max_parallel points at a time (1 by default, so the
-timings of one point are not disturbed by another); the launch waits until all have run.
-"""
+"""Submitting planned points, shared by `hpml launch` and `hpml resume`: the local runner or SLURM job
+arrays, job ids recorded in the manifest, then (unless sweep.wait=false on SLURM) waiting for the end."""
 
 from __future__ import annotations
 
-import time
+import os
+import socket
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Dict, List, Sequence
 
-import submitit
-
-from conf.schema import ClusterKind
-from launcher.jobspec import JobSpec, ResourceShape, group_by_shape
-from launcher.point_job import PointJob
-
-
-def local_executor(folder: Path, shape: ResourceShape) -> submitit.LocalExecutor:
-    executor = submitit.LocalExecutor(folder=str(folder))
-    executor.update_parameters(timeout_min=shape.time_min, gpus_per_node=shape.gpus_per_node,
-                               tasks_per_node=1)  # one task per node: it runs torchrun
-    return executor
-
-
-def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll_s: float,
-              on_submit: Callable[[JobSpec, str, int], None], on_tick: Callable[[], None]) -> Dict[int, submitit.Job]:
-    """Runs the points on this machine, max_parallel at a time, in point order; returns when all are done.
-
-    on_submit(spec, job_id, array) records each submission; on_tick() is called once per poll (progress).
-    """
-    array_of = {spec.point: array for array, (_, group) in enumerate(group_by_shape(specs)) for spec in group}
-    queue = sorted(specs, key=lambda spec: spec.point)
-    for spec in queue:
-        if spec.shape.nodes != 1:
-            raise ValueError(f"point {spec.point}: the local cluster has one node; "
-                             f"resources.nodes={spec.shape.nodes} needs cluster=slurm")
-    cap = max_parallel or len(queue)
-    jobs: Dict[int, submitit.Job] = {}
-    while True:
-        running = sum(not job.done() for job in jobs.values())
-        while queue and running < cap:
-            spec = queue.pop(0)
-            job = local_executor(sweep_dir / "jobs", spec.shape).submit(PointJob(spec))
-            jobs[spec.point] = job
-            on_submit(spec, job.job_id, array_of[spec.point])
-            running += 1
-        on_tick()
-        if not queue and running == 0:
-            return jobs
-        time.sleep(poll_s)
+from conf.schema import ClusterKind, HpmlConfig
+from launcher import slurm
+from launcher.jobspec import JobSpec
+from launcher.local_runner import run_local
+from launcher.manifest import write_manifest
+from launcher.progress import ProgressPrinter, wait_for_sweep
+from launcher.status import current_states, status_table
 
 
 def cluster_kind(specs: Sequence[JobSpec]) -> ClusterKind:
@@ -57,3 +22,49 @@ def cluster_kind(specs: Sequence[JobSpec]) -> ClusterKind:
     if len(kinds) != 1:
         raise ValueError(f"one sweep runs on one cluster; this one mixes {sorted(k.value for k in kinds)}")
     return kinds.pop()
+
+
+def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig) -> int:
+    """Submits the points (local: runs them) and, unless sweep.wait=false on SLURM, waits for them.
+    Returns the exit status of the command: 0 when every point completed."""
+    name = manifest["sweep"]
+    manifest["launcher"] = {"host": socket.gethostname(), "pid": os.getpid()}
+    write_manifest(sweep_dir, manifest)
+    if settings.cluster.kind == ClusterKind.local:
+        def record(spec: JobSpec, job_id: str, array: int) -> None:
+            manifest["points"][spec.point]["job_id"] = job_id
+            write_manifest(sweep_dir, manifest)
+
+        run_local(sweep_dir, specs, settings.cluster.max_parallel, settings.cluster.poll_s,
+                  on_submit=record, on_tick=ProgressPrinter(sweep_dir, name))
+    else:
+        submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel)
+        if not settings.sweep.wait:
+            print(f"hpml: submitted; follow with `hpml status {sweep_dir}`")
+            return 0
+        wait_for_sweep(sweep_dir, name, settings.cluster.poll_s)
+    states = current_states(sweep_dir)
+    print(status_table(states))
+    print(f"hpml: report with `hpml report {sweep_dir}`")
+    return 0 if all(s.state == "completed" for s in states) else 1
+
+
+def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], max_parallel: int) -> None:
+    """sbatch, one job array per shape (split at MaxArraySize); each point's job id and each sbatch go into
+    the manifest, and each array's sbatch script into its points' folders."""
+    config = slurm.scontrol_config()
+    submitted = slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config))
+    manifest["slurm_version"] = slurm.slurm_version()
+    submissions: List[Dict] = []  # one entry per sbatch (array), appended to by every launch and resume
+    for item in submitted:
+        entry = manifest["points"][item.spec.point]
+        entry["job_id"], entry["array"] = item.job.job_id, item.array
+        array_id = item.job.job_id.split("_")[0]
+        if not submissions or submissions[-1]["job_id"] != array_id:
+            submissions.append({"job_id": array_id, "shape": item.spec.shape.describe(), "points": []})
+        submissions[-1]["points"].append(item.spec.point)
+    manifest.setdefault("submissions", []).extend(submissions)
+    write_manifest(sweep_dir, manifest)
+    slurm.keep_sbatch_scripts(submitted)
+    ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in submissions)
+    print(f"hpml: submitted job array(s) {ids}")

@@ -28,12 +28,17 @@ def rendezvous_port(job_id: str) -> int:
     return random.Random(job_id).randint(20000, 60000)
 
 
+def node_addr_of(scontrol_node: str, node: str) -> str:
+    """NodeAddr from `scontrol show node <node> -o`; the node's name when the record has none."""
+    match = re.search(r"\bNodeAddr=(\S+)", scontrol_node)
+    return match.group(1) if match else node
+
+
 def node_address(node: str) -> str:
     """A node's address as SLURM knows it (NodeAddr), resolved: a node name need not be in DNS."""
     text = subprocess.run(["scontrol", "show", "node", node, "-o"], check=True, capture_output=True,
                           text=True).stdout
-    match = re.search(r"\bNodeAddr=(\S+)", text)
-    return socket.gethostbyname(match.group(1) if match else node)
+    return socket.gethostbyname(node_addr_of(text, node))
 
 
 def first_host(nodelist: str) -> str:

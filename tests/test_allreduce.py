@@ -1,4 +1,4 @@
-"""workloads/allreduce.py: its config (hardware table included), its pure parts, and real runs on CPU:
+"""workloads/allreduce/: its config (hardware table included), its pure parts, and real runs on CPU:
 torchrun with 2 gloo workers, and `hpml launch workload=allreduce` end to end on the local launcher."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 import torch
 import yaml
 
-from analysis.bandwidth import allreduce_table
+from analysis.allreduce.tables import allreduce_table
 from analysis.results import load_results
 from conf.schema import config_from_dict
 from conf.validation import ConfigValueError
-from conf.workload_schemas import AllreduceConfig
-from workloads.allreduce import derive_size, fill_check_pattern, sum_is_correct
+from conf.workload.allreduce import AllreduceConfig
+from workloads.allreduce.__main__ import derive_size, fill_check_pattern, sum_is_correct
 
 KiB = 1024
 TINY = ["workload=allreduce", f"workload.min_bytes={KiB}", f"workload.max_bytes={64 * KiB}",

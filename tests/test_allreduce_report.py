@@ -1,45 +1,23 @@
-"""The all-reduce part of `hpml report` (analysis/horovod_report.py over analysis/bandwidth.py): the table,
+"""The all-reduce part of `hpml report` (analysis/allreduce/): the table,
 hpml's loop next to the bare loop, utilization against the link peak, allreduce.csv and the busbw PNG."""
 
 from __future__ import annotations
 
 import csv
-import json
-from pathlib import Path
-
 import pytest
 
-from analysis.horovod_report import duration_text, size_text
+from analysis.allreduce.plots import size_text
+from analysis.synthetic.sections import duration_text
 from analysis.report import main as report_main
+from tests.factories import write_result as write
+from tests.factories.allreduce import allreduce_result
 
 GiB = 1073741824
 
 
 def allreduce_doc(point: int, impl: str, size: dict, world_size: int = 4, peak: float = 450.0) -> dict:
-    """A schema-v1 allreduce result of one message size."""
-    return {
-        "schema_version": 1,
-        "identity": {"sweep": "bw", "point": point, "repeat": 0, "seed": 0, "workload": "allreduce"},
-        "status": "ok", "reason": None,
-        "config": {"sweep": {"name": "bw", "root": "sweeps", "dir": "sweeps/bw", "wait": True, "repeat": 0,
-                             "seed": 0},
-                   "resources": {"nodes": 1, "workers_per_node": world_size, "gpus_per_node": world_size,
-                                 "cpus_per_worker": 1, "mem_gb": 0, "time_min": 30},
-                   "cluster": {"kind": "local", "max_parallel": 1, "poll_s": 1.0},
-                   "workload": {"name": "allreduce", "impl": impl, "dtype": "float32", "link": "h200_nvlink",
-                                "link_peak_GBps": peak}},
-        "environment": {"world_size": world_size, "backend": "nccl", "device": "cuda"},
-        "timing": {"iteration": "fake"},
-        "measurements": {"dtype": "float32", "sizes": [size]},
-        "derived": {"sizes": [{"busbw_GBps": 1e9}]},  # wrong on purpose: the report must recompute
-        "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00",
-    }
-
-
-def write(root: Path, doc: dict, launch: str = "") -> None:
-    path = root / launch / "points" / str(doc["identity"]["point"]) / "result.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc))
+    """An allreduce result of one message size over the H200 NVLink."""
+    return allreduce_result(point, [size], world_size=world_size, impl=impl, link="h200_nvlink", peak=peak)
 
 
 def test_report_has_the_bandwidth_table_side_by_side_and_plot(tmp_path, capsys):
@@ -61,12 +39,13 @@ def test_report_has_the_bandwidth_table_side_by_side_and_plot(tmp_path, capsys):
     assert "| 1 GiB | 4470.0 (n=20) | 240.211 | 360.316 | 80.1% | ok |" in markdown
     assert "hpml's timed loop vs a bare all_reduce loop" in markdown
     assert "| 4 | float32 | 1 GiB | 357.914 | 360.316 | 99.3% |" in markdown
-    assert "has no scaling table" not in markdown
+    assert "no report section" not in markdown and "scaling.csv" not in markdown  # no train table, no empty CSV
+    assert not (tmp_path / "report" / "scaling.csv").exists()
     with open(tmp_path / "report" / "allreduce.csv") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["busbw_GBps"]) for r in rows] == pytest.approx([357.913941, 360.316048])
     assert [float(r["utilization"]) for r in rows] == pytest.approx([357.913941 / 450, 360.316048 / 450])
-    assert (tmp_path / "report" / "allreduce_busbw.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (tmp_path / "report" / "allreduce_busbw.png").exists()  # one size per result: no line to draw
 
 
 def test_two_launches_under_one_sweep_name_keep_their_point_tables_apart(tmp_path):

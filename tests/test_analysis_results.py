@@ -5,9 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from analysis.results import load_results, validate_result
-from analysis.schema import timed_epoch_indices, timed_values
-from analysis.testing import fake_result, write_fake_manifest, write_fake_result
+from analysis.registry import RESULT_CHECKS
+from analysis.results import load_results
+from analysis.schema import validate_result as validate_envelope
+from contract.result_format import timed_epoch_indices, timed_values
+from tests.factories import write_manifest as write_fake_manifest, write_result as write_fake_result
+from tests.factories.train import train_result as fake_result
+
+
+def validate_result(doc):
+    """With the registered checks, as `hpml report` validates."""
+    return validate_envelope(doc, RESULT_CHECKS)
 from workloads.common.result import build_result, write_result
 
 
@@ -29,7 +37,7 @@ def test_bad_files_are_problems_and_good_ones_load(tmp_path):
     del no_measurements["measurements"]["epoch_time_s"]
     write_fake_result(tmp_path, no_measurements)
 
-    loaded = load_results(tmp_path)
+    loaded = load_results(tmp_path, RESULT_CHECKS)
 
     assert [row["identity"]["point"] for row in loaded.rows] == [0, 1]
     assert loaded.rows[0]["path"] == str(tmp_path / "points" / "0" / "result.json")
@@ -46,7 +54,7 @@ def test_manifest_points_without_a_result_are_problems(tmp_path):
     (tmp_path / "points" / "2").mkdir(parents=True)
     (tmp_path / "points" / "2" / "state.json").write_text(json.dumps({"state": "failed", "reason": "exit code 1"}))
 
-    loaded = load_results(tmp_path)
+    loaded = load_results(tmp_path, RESULT_CHECKS)
 
     assert len(loaded.rows) == 1
     problems = problems_by_point(loaded)
@@ -59,7 +67,7 @@ def test_sweeps_inside_a_folder_are_all_found(tmp_path):
     for name in ("a", "b"):
         write_fake_manifest(tmp_path / name, points=[0], sweep=name)
         write_fake_result(tmp_path / name, good(0, sweep=name))
-    loaded = load_results(tmp_path)
+    loaded = load_results(tmp_path, RESULT_CHECKS)
     assert sorted(row["identity"]["sweep"] for row in loaded.rows) == ["a", "b"]
     assert loaded.problems == []
 
@@ -67,7 +75,7 @@ def test_sweeps_inside_a_folder_are_all_found(tmp_path):
 def test_failed_results_load_without_measurements(tmp_path):
     write_fake_result(tmp_path, fake_result(point=0, epoch_times=[], step_times=[], status="oom",
                                             reason="out of memory"))
-    loaded = load_results(tmp_path)
+    loaded = load_results(tmp_path, RESULT_CHECKS)
     assert loaded.problems == []
     assert loaded.rows[0]["status"] == "oom"
 
@@ -111,7 +119,7 @@ def test_timed_epochs_leave_out_the_cold_ones(cold, timed):
     m = {"epoch_time_s": [9.0, 4.0, 7.0, 5.0]}
     if cold is not None:
         m["cold_epochs"] = cold
-    assert timed_epoch_indices(m) == timed
+    assert timed_epoch_indices(len(m["epoch_time_s"]), m.get("cold_epochs")) == timed
     assert timed_values(m["epoch_time_s"], m) == [m["epoch_time_s"][i] for i in timed]
 
 
@@ -120,8 +128,8 @@ def test_a_resumed_run_reports_the_mean_of_its_warm_epochs():
     doc = fake_result(point=0, epoch_times=[9.0, 4.0, 7.0, 5.0], step_times=[[1.0]] * 4)
     doc["measurements"]["cold_epochs"] = [0, 2]
     assert validate_result(doc) == []
-    from analysis.scaling import run_record
-    assert run_record({**doc, "path": "p"})["epoch_time_mean_s"] == pytest.approx(4.5)  # (4 + 5) / 2
+    from analysis.train.runs import train_run
+    assert train_run({**doc, "path": "p"})["epoch_total_s"] == [4, 5]  # their mean: (4 + 5) / 2
 
 
 def test_round_trip_through_the_workloads_result_writer(tmp_path):
@@ -135,7 +143,7 @@ def test_round_trip_through_the_workloads_result_writer(tmp_path):
     path = write_result(point_dir, doc)
 
     assert validate_result(json.loads(Path(path).read_text())) == []
-    loaded = load_results(tmp_path)
+    loaded = load_results(tmp_path, RESULT_CHECKS)
     assert loaded.problems == []
     assert loaded.rows[0]["identity"] == {"sweep": "study", "point": 0, "repeat": 0, "seed": 0,
                                           "workload": "train"}
@@ -150,3 +158,38 @@ def test_the_example_in_the_schema_document_is_valid():
     text = (Path(__file__).resolve().parents[1] / "docs" / "result-schema.md").read_text()
     first_json_block = text.split("```json\n", 1)[1].split("```", 1)[0]
     assert validate_result(json.loads(first_json_block)) == []
+
+
+def test_a_diverged_loss_written_as_nan_is_still_read(tmp_path):
+    """Python's json writes NaN for a diverged loss; orjson refuses that token, so such a file goes through the
+    standard library's decoder and stays in the report."""
+    doc = fake_result(point=0, epoch_times=[3.0, 2.0], step_times=[[1.0], [1.0]])
+    doc["measurements"]["train_loss"] = [float("nan"), float("nan")]
+    path = write_fake_result(tmp_path, doc)
+    assert "NaN" in path.read_text()
+    loaded = load_results(tmp_path, RESULT_CHECKS)
+    assert loaded.problems == [] and len(loaded.rows) == 1
+    assert loaded.rows[0]["measurements"]["train_loss"][0] != loaded.rows[0]["measurements"]["train_loss"][0]
+
+
+def test_corrupt_json_is_a_problem_with_its_line_and_column(tmp_path):
+    path = tmp_path / "points" / "0" / "result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema_version": 1,\n "identity": }')
+    loaded = load_results(tmp_path)
+    assert [p.message for p in loaded.problems] == ["corrupt JSON: Expecting value (line 2, column 14)"]
+
+
+def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    import gc
+
+    write_fake_result(tmp_path, fake_result(point=0, epoch_times=[3.0, 2.0], step_times=[[1.0], [1.0]]))
+    assert gc.isenabled()
+    load_results(tmp_path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_results(tmp_path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -1,20 +1,28 @@
-"""Speedup, efficiency, baselines and statistics against hand-computed values (analysis.scaling)."""
+"""Speedup, efficiency, baselines and statistics of the train epoch-time table (scaling.csv) against
+hand-computed values, from plain train results (no phase arrays: results written before them)."""
 
 import math
 
 import pytest
 
-from analysis.scaling import config_key, runs_frame, sample_std, scaling_table
-from analysis.testing import fake_result
+from analysis.configuration import configuration_items, items_key
+from analysis.stats import sample_std
+from analysis.train.runs import is_train_run, train_run
+from analysis.train.tables import time_table
+from tests.factories.train import train_result as fake_result
+
+
+def config_key(config):
+    return items_key(configuration_items(config))
 
 
 def table_of(*docs):
     rows = [{**doc, "path": f"points/{i}/result.json"} for i, doc in enumerate(docs)]
-    return scaling_table(runs_frame(rows))
+    return time_table([train_run(row) for row in rows if is_train_run(row)])
 
 
 def row_at(table, world_size, **match):
-    selected = table[table["world_size"] == world_size]
+    selected = table[table["devices"] == world_size]
     for column, value in match.items():
         selected = selected[selected[column] == value]
     assert len(selected) == 1, selected
@@ -36,11 +44,11 @@ WEAK = [
 
 def test_weak_scaling_speedup_and_step_time_efficiency():
     table = table_of(*WEAK)
-    assert list(table["world_size"]) == [1, 2, 4]
-    assert list(table["baseline_world_size"]) == [1, 1, 1]
-    assert list(table["epoch_time_mean_s"]) == pytest.approx([4.0, 2.0, 1.25])
+    assert list(table["devices"]) == [1, 2, 4]
+    assert list(table["baseline_devices"]) == [1, 1, 1]
+    assert list(table["total_epoch_mean_s"]) == pytest.approx([4.0, 2.0, 1.25])
     assert list(table["speedup"]) == pytest.approx([1.0, 2.0, 3.2])  # 4/4, 4/2, 4/1.25
-    assert list(table["step_time_mean_s"]) == pytest.approx([1.0, 1.25, 1.25])
+    assert list(table["step_mean_s"]) == pytest.approx([1.0, 1.25, 1.25])
     assert list(table["efficiency"]) == pytest.approx([1.0, 0.8, 0.8])  # 1.0/1.0, 1.0/1.25, 1.0/1.25
 
 
@@ -48,10 +56,10 @@ def test_weak_scaling_statistics_and_throughput():
     table = table_of(*WEAK)
     assert list(table["n"]) == [2, 2, 2]  # epochs 2 and 3 of one run each
     # sample std (ddof=1): [4, 4] -> 0; [2.5, 1.5] -> sqrt(0.5^2 + 0.5^2) = 0.70711; [1, 1.5] -> 0.35355
-    assert list(table["epoch_time_std_s"]) == pytest.approx([0.0, math.sqrt(0.5), math.sqrt(0.125)])
+    assert list(table["total_epoch_std_s"]) == pytest.approx([0.0, math.sqrt(0.5), math.sqrt(0.125)])
     # 128 samples per epoch at every N (4 x 32 x 1, 2 x 32 x 2, 1 x 32 x 4): 2 x 128 / total timed seconds
     assert list(table["samples_per_s"]) == pytest.approx([256 / 8, 256 / 4, 256 / 2.5])
-    assert list(table["per_worker_batch"]) == [32, 32, 32]
+    assert list(table["per_device_batch"]) == [32, 32, 32]
     assert list(table["global_batch"]) == [32, 64, 128]
 
 
@@ -66,7 +74,7 @@ def test_strong_scaling_efficiency_is_speedup_over_worker_ratio():
     assert list(table["speedup"]) == pytest.approx([1.0, 3.2])  # 8 / 2.5
     assert list(table["efficiency"]) == pytest.approx([1.0, 0.8])  # 3.2 / 4, not the step ratio 3.2
     assert list(table["global_batch"]) == [64, 64]
-    assert list(table["per_worker_batch"]) == [64, 16]
+    assert list(table["per_device_batch"]) == [64, 16]
 
 
 def test_baseline_is_the_smallest_world_size_when_no_single_worker_run():
@@ -78,8 +86,8 @@ def test_baseline_is_the_smallest_world_size_when_no_single_worker_run():
         fake_result(point=2, scaling="strong", batch_size=64, workers_per_node=4, epoch_times=[9, 2.5, 2.5],
                     step_times=[[1]] * 3),
     )
-    assert list(table["baseline_world_size"]) == [2, 2, 2]
-    assert list(zip(table["world_size"], table["nodes"])) == [(2, 1), (2, 2), (4, 1)]
+    assert list(table["baseline_devices"]) == [2, 2, 2]
+    assert list(zip(table["devices"], table["nodes"])) == [(2, 1), (2, 2), (4, 1)]
     assert list(table["speedup"]) == pytest.approx([1.0, 0.8, 1.6])  # 4/4, 4/5, 4/2.5
     assert list(table["efficiency"]) == pytest.approx([1.0, 0.8, 0.8])  # 1.6 / (4 / 2)
 
@@ -92,14 +100,26 @@ def test_configurations_with_different_batch_sizes_are_never_compared():
         fake_result(point=2, batch_size=64, workers_per_node=2, epoch_times=[6, 3, 3], step_times=[[2]] * 3),
         fake_result(point=3, batch_size=64, workers_per_node=4, epoch_times=[4, 1.5, 1.5], step_times=[[2]] * 3),
     )
-    assert table["config_key"].nunique() == 2
-    small = table[table["per_worker_batch"] == 32]
-    large = table[table["per_worker_batch"] == 64]
-    assert list(small["baseline_world_size"]) == [1, 1]
+    assert table["group_key"].nunique() == 1 and table["fixed_batch"].nunique() == 2  # one group, two batches
+    small = table[table["per_device_batch"] == 32]
+    large = table[table["per_device_batch"] == 64]
+    assert list(small["baseline_devices"]) == [1, 1]
     assert list(small["speedup"]) == pytest.approx([1.0, 2.0])
-    assert list(large["baseline_world_size"]) == [2, 2]  # not the batch-32 single worker
+    assert list(large["baseline_devices"]) == [2, 2]  # not the batch-32 single worker
     assert list(large["speedup"]) == pytest.approx([1.0, 2.0])  # 3/1.5, not 4/1.5
-    assert set(table["config_label"]) == {"workload.batch_size=32", "workload.batch_size=64"}
+    assert list(table["fixed_batch"]) == [32, 32, 64, 64]  # by value
+
+
+def test_batch_sizes_sort_by_value_not_as_text(tmp_path, capsys):
+    from analysis.report import main
+    from tests.factories import write_result
+
+    for point, batch in enumerate((32, 8)):
+        write_result(tmp_path, fake_result(point=point, batch_size=batch, epoch_times=[2, 1], step_times=[[1]] * 2))
+    assert main([str(tmp_path)]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert markdown.index("| 8 | 1 | 1 × 1 | 8 |") < markdown.index("| 32 | 1 | 1 × 1 | 32 |")
+    assert not (tmp_path / "report" / "speedup.png").exists()  # one N per line: no one-dot plot
 
 
 def test_repeats_are_pooled_with_their_n_and_sample_std():
@@ -111,10 +131,10 @@ def test_repeats_are_pooled_with_their_n_and_sample_std():
     two = row_at(table, 2)
     assert two["runs"] == 2
     assert two["n"] == 4  # [2.5, 1.5, 2.0, 2.0]
-    assert two["epoch_time_mean_s"] == pytest.approx(2.0)
+    assert two["total_epoch_mean_s"] == pytest.approx(2.0)
     # deviations 0.5, -0.5, 0, 0 -> sum of squares 0.5 / (4 - 1) -> sqrt = 0.408248
-    assert two["epoch_time_std_s"] == pytest.approx(math.sqrt(0.5 / 3))
-    assert two["epoch_time_cv"] == pytest.approx(math.sqrt(0.5 / 3) / 2.0)
+    assert two["total_epoch_std_s"] == pytest.approx(math.sqrt(0.5 / 3))
+    assert two["total_epoch_cv"] == pytest.approx(math.sqrt(0.5 / 3) / 2.0)
     assert two["speedup"] == pytest.approx(2.0)
     assert len(table) == 2  # the repeats are one row, not two
 
@@ -138,11 +158,11 @@ def test_config_key_ignores_resources_sweep_and_cluster_but_not_workload():
 def test_only_ok_results_are_tabulated_and_derived_is_ignored():
     ok = fake_result(point=0, epoch_times=[9, 4, 4], step_times=[[1]] * 3)
     ok["derived"] = {"epoch_time_s": 123.0, "samples_per_s": 1.0}  # wrong on purpose
-    failed = fake_result(point=1, workers_per_node=2, epoch_times=[], step_times=[], status="oom",
-                         reason="out of memory")
+    failed = fake_result(point=1, workers_per_node=2, epoch_times=[], step_times=[], status="failed",
+                         reason="worker exited")
     table = table_of(ok, failed)
-    assert list(table["world_size"]) == [1]
-    assert table.iloc[0]["epoch_time_mean_s"] == pytest.approx(4.0)
+    assert list(table["devices"]) == [1]
+    assert table.iloc[0]["total_epoch_mean_s"] == pytest.approx(4.0)
 
 
 def test_no_runs_give_an_empty_table_with_the_column_schema():

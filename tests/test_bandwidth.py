@@ -1,4 +1,5 @@
-"""analysis/bandwidth.py against hand-computed values (1 GB = 1e9 bytes; 1 GiB = 1073741824 bytes)."""
+"""The all-reduce table (analysis/allreduce/tables.py) and nccl-tests' formulas (contract.collectives) against
+hand-computed values (1 GB = 1e9 bytes; 1 GiB = 1073741824 bytes)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ import math
 
 import pytest
 
-from analysis.bandwidth import (COLUMNS, algbw, allreduce_table, busbw, ring_allreduce_time,
-                                ring_utilization)
+from analysis.allreduce.tables import COLUMNS, allreduce_table, ring_allreduce_time, ring_utilization
+from contract.collectives import algbw_GBps as algbw
+from contract.collectives import bus_factor
+from tests.factories.allreduce import allreduce_result
+
+
+def busbw(algbw_GBps, n):
+    return algbw_GBps * bus_factor("all_reduce", n)
 
 GiB = 1073741824
 
@@ -53,18 +60,9 @@ def test_formulas_refuse_impossible_inputs(call):
 
 
 def result_doc(point, world_size, sizes, impl="hpml", link="none", peak=None, status="ok", workload="allreduce"):
-    return {
-        "schema_version": 1,
-        "identity": {"sweep": "bw", "point": point, "repeat": 0, "seed": 0, "workload": workload},
-        "status": status, "reason": None if status == "ok" else "boom",
-        "config": {"workload": {"name": workload, "impl": impl, "dtype": "float32", "link": link,
-                                "link_peak_GBps": peak}},
-        "environment": {"world_size": world_size},
-        "measurements": {"sizes": sizes} if status == "ok" else {},
-        # deliberately wrong: the table must recompute from the raw arrays, not copy these
-        "derived": {"sizes": [{"busbw_GBps": 1e9}]},
-        "path": f"/sweeps/bw/points/{point}/result.json",
-    }
+    doc = allreduce_result(point, sizes, world_size=world_size, impl=impl, link=link, peak=peak, status=status)
+    doc["identity"]["workload"] = workload
+    return {**doc, "path": f"/sweeps/bw/points/{point}/result.json"}
 
 
 def test_table_recomputes_from_the_slowest_rank_per_iteration():
@@ -107,4 +105,7 @@ def test_table_lists_failed_allreduce_results_and_ignores_other_workloads():
         result_doc(2, 2, [], workload="train"),
     ])
     assert len(table.rows) == 1 and table.rows.iloc[0]["busbw_GBps"] == 0.0  # one rank: busbw 0
-    assert table.skipped == ["/sweeps/bw/points/1/result.json: status failed (boom)"]
+    assert table.skipped == []  # the failed result is the report's to list, not this table's
+    broken = result_doc(3, 2, [{"bytes": 8}])  # no times at all
+    assert allreduce_table([broken]).skipped == [
+        "/sweeps/bw/points/3/result.json: unreadable allreduce measurements (KeyError: 'iteration_time_s_per_rank')"]

@@ -9,9 +9,10 @@ import pytest
 
 from conf.schema import HpmlConfig, config_from_dict
 from conf.validation import ConfigValueError
-from conf.workload_schemas import Scaling
+from conf.workload_contract import Scaling
 
-PRESETS = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "conf" / "experiment").glob("*.yaml"))
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "conf" / "experiment"
+PRESETS = sorted(p.relative_to(EXPERIMENTS).with_suffix("").as_posix() for p in EXPERIMENTS.rglob("*.yaml"))
 
 
 def test_defaults_compose_to_a_valid_config(compose_values):
@@ -26,7 +27,8 @@ def test_defaults_compose_to_a_valid_config(compose_values):
 def test_every_experiment_preset_composes(compose_values, preset):
     values = compose_values([f"experiment={preset}"])
     config = config_from_dict(values)
-    assert config.sweep.name  # every preset names its study
+    # every preset names its sweeps after itself (tiny/train: tiny_train), not after its workload
+    assert config.sweep.name == preset.replace("/", "_")
 
 
 def test_quickstart_is_weak_scaling_over_one_and_two_workers(compose_values):
@@ -63,7 +65,8 @@ def test_strong_scaling_needs_a_global_batch_divisible_by_the_workers(compose_va
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("workload.lrr=0.1", "hpml: error: unknown key 'workload.lrr'; allowed keys: name, model,"),
+    ("workload.lrr=0.1",
+     "hpml: error: unknown key 'workload.lrr'; allowed keys: name, device, backend, model,"),
     ("workload.backend=ncl", "hpml: error: workload.backend: Invalid value 'ncl', expected one of [auto, gloo, nccl]"),
     ("workload.epochs=abc", "hpml: error: workload.epochs: Value 'abc' of type 'str' could not be converted to Integer"),
     ("workload=nope", "hpml: error: no config 'workload/nope'; available options: "),

@@ -6,14 +6,12 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import pytest
 import torch
 from PIL import Image
 
 from conf.schema import config_from_dict
-from conf.workload_schemas import Dataset
-from launcher.preflight import data_problem
-from workloads.data import build_dataset
+from conf.workload.train import Dataset, data_problem
+from workloads.train.data import build_dataset
 
 
 def write_cifar10(root, per_batch: int = 20):

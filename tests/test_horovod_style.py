@@ -1,4 +1,4 @@
-"""workloads/common/horovod_style.py for real: 2 processes, a gloo process group on CPU, no mocks.
+"""workloads/synthetic/horovod_style.py for real: 2 processes, a gloo process group on CPU, no mocks.
 
 One pair of processes runs every scenario (starting processes is the slow part); each rank saves what it
 ends with, and the tests compare in this process. The reference is DDP under the same seed and the same
@@ -18,8 +18,8 @@ import torch.multiprocessing as mp
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from workloads.common.horovod_style import (MB, DistributedOptimizer, broadcast_optimizer_state,
-                                            broadcast_parameters, plan_buckets)
+from workloads.synthetic.horovod_style import (MB, DistributedOptimizer, broadcast_optimizer_state,
+                                               broadcast_parameters, plan_buckets)
 
 WORLD = 2
 STEPS = 4

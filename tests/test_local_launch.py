@@ -63,11 +63,18 @@ def test_status_lists_every_point(quickstart, hpml):
     assert done.stdout.count("completed") == 2
 
 
-def test_a_failing_point_is_failed_with_its_reason(hpml, tmp_path):
-    done = hpml("launch", "-m", "workload.synthetic_samples=8", "workload.batch_size=4,32", "workload.epochs=2",
-                "workload.model=resnet18")
+@pytest.fixture(scope="module")
+def half_failed(tmp_path_factory, hpml_in):
+    """A sweep of two points whose second fails (8 samples cannot fill a batch of 32)."""
+    root = tmp_path_factory.mktemp("half_failed")
+    done = hpml_in(root, "launch", "-m", "workload.synthetic_samples=8", "workload.batch_size=4,32",
+                   "workload.epochs=2", "workload.model=resnet18")
     assert done.returncode == 1, done.stdout + done.stderr
-    sweep = only_sweep_dir(tmp_path)
+    return only_sweep_dir(root)
+
+
+def test_a_failing_point_is_failed_with_its_reason(half_failed, hpml):
+    sweep = half_failed
     ok = json.loads((sweep / "points/0/state.json").read_text())
     failed = json.loads((sweep / "points/1/state.json").read_text())
     assert ok["state"] == "completed"
@@ -76,7 +83,33 @@ def test_a_failing_point_is_failed_with_its_reason(hpml, tmp_path):
     result = json.loads((sweep / "points/1/result.json").read_text())
     assert result["status"] == "failed" and "no full batch per worker" in result["reason"]
     status = hpml("status", str(sweep))
-    assert "failed" in status.stdout and "no full batch per worker" in status.stdout
+    rows = [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()]
+    assert rows == [["0", "completed"], ["1", "failed"]], status.stdout  # (the progress line always says "failed")
+    assert "reason: " in status.stdout and "no full batch per worker" in status.stdout
+
+
+def test_resume_reruns_only_the_failed_point_and_keeps_its_last_attempt(half_failed, hpml):
+    sweep = half_failed
+    before = json.loads((sweep / "manifest.json").read_text())["points"]
+    finished = (sweep / "points/0/result.json").read_bytes()
+    done = hpml("resume", str(sweep))
+    assert done.returncode == 1, done.stdout + done.stderr  # the same config fails again
+    assert "hpml: resuming 1 of 2 point(s) of " in done.stdout
+    after = json.loads((sweep / "manifest.json").read_text())["points"]
+    assert after[0]["job_id"] == before[0]["job_id"] and "previous_job_ids" not in after[0]
+    assert after[1]["previous_job_ids"] == [before[1]["job_id"]] and after[1]["job_id"] != before[1]["job_id"]
+    assert (sweep / "points/0/result.json").read_bytes() == finished
+    attempt = sweep / "points/1/attempts/0"
+    assert json.loads((attempt / "state.json").read_text())["state"] == "failed"
+    assert (attempt / "result.json").exists() and (attempt / "logs" / "torchrun.node0.err").exists()
+    assert json.loads((sweep / "points/1/state.json").read_text())["state"] == "failed"  # the rerun's own
+
+
+def test_resume_of_a_finished_sweep_does_nothing(quickstart, hpml):
+    sweep, _ = quickstart
+    done = hpml("resume", str(sweep))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"hpml: nothing to resume in {sweep.resolve()}: 2 completed, 0 pending or running\n"
 
 
 def test_quickstart_report_speedup_is_the_ratio_of_the_raw_epoch_times(quickstart, hpml):
@@ -88,9 +121,9 @@ def test_quickstart_report_speedup_is_the_ratio_of_the_raw_epoch_times(quickstar
     for point in (0, 1):
         result = json.loads((sweep / "points" / str(point) / "result.json").read_text())
         raw[result["environment"]["world_size"]] = statistics.fmean(result["measurements"]["epoch_time_s"][1:])
-    with open(sweep / "report" / "scaling.csv") as f:
-        rows = {int(row["world_size"]): row for row in csv.DictReader(f)}
+    with open(sweep / "report" / "scaling.csv") as f:  # the train epoch-time table (analysis/train/tables.py)
+        rows = {int(row["devices"]): row for row in csv.DictReader(f)}
     assert float(rows[1]["speedup"]) == pytest.approx(1.0)
     assert float(rows[2]["speedup"]) == pytest.approx(raw[1] / raw[2], rel=1e-9)
-    assert float(rows[2]["epoch_time_mean_s"]) == pytest.approx(raw[2], rel=1e-9)
-    assert int(rows[2]["baseline_world_size"]) == 1
+    assert float(rows[2]["total_epoch_mean_s"]) == pytest.approx(raw[2], rel=1e-9)
+    assert int(rows[2]["baseline_devices"]) == 1

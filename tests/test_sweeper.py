@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from launcher.launch import plan_sweep
+from launcher.manifest import new_manifest
 
 
 @pytest.fixture
@@ -43,3 +44,15 @@ def test_range_sweeps_expand(in_tmp):
 def test_a_launch_without_sweep_values_is_one_point(in_tmp):
     plan = plan_sweep(["workload.lr=0.5"])
     assert len(plan.points) == 1 and plan.points[0].config.workload.lr == 0.5
+
+
+def test_the_manifest_has_one_array_per_resource_shape(in_tmp):
+    argv = ["-m", "resources.workers_per_node=1,2", "workload.lr=0.1,0.2"]
+    plan = plan_sweep(argv)
+    manifest = new_manifest(plan, argv)
+    assert (manifest["sweep"], manifest["cluster"], manifest["argv"]) == ("train", "local", argv)
+    assert manifest["dir"] == str(plan.points[0].sweep_dir)
+    assert [a["points"] for a in manifest["arrays"]] == [[0, 1], [2, 3]]
+    assert [(p["point"], p["array"], p["world_size"], p["job_id"]) for p in manifest["points"]] == [
+        (0, 0, 1, None), (1, 0, 1, None), (2, 1, 2, None), (3, 1, 2, None)]
+    assert manifest["points"][3]["overrides"] == ["resources.workers_per_node=2", "workload.lr=0.2"]

@@ -1,4 +1,4 @@
-"""workloads/synthetic.py: its config (protocol, collective and pricing groups, presets), and real runs on
+"""workloads/synthetic/: its config (protocol, collective and pricing groups, presets), and real runs on
 CPU: torchrun with 2 gloo workers, and `hpml launch` of the presets end to end, then `hpml report`."""
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ import torch
 import yaml
 
 from analysis.results import load_results
-from analysis.synthetic import paired_table, protocol_table, synthetic_runs
+from analysis.synthetic.runs import synthetic_runs
+from analysis.synthetic.tables import paired_table, protocol_table
 from conf.schema import config_from_dict
 from conf.validation import ConfigValueError
-from conf.workload_schemas import NcclAlgo, SyntheticConfig
-from workloads.synthetic import ddp_bucket_cap_mb, horovod_numbers, nccl_algo_value, set_nccl_algo
+from conf.workload.synthetic import NcclAlgo, SyntheticConfig
+from workloads.synthetic.nccl_algo import nccl_algo_value, set_nccl_algo
+from workloads.synthetic.protocol import horovod_numbers
+from workloads.synthetic.steps import ddp_bucket_cap_mb
 
 TINY = ["experiment=synthetic_horovod"]
 

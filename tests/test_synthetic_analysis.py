@@ -1,4 +1,4 @@
-"""analysis/synthetic.py and the synthetic part of `hpml report`: formulas and tables against hand-computed
+"""analysis/synthetic/ and the synthetic part of `hpml report`: formulas and tables against hand-computed
 values, from result documents whose raw arrays are chosen here (no torch, no workers)."""
 
 from __future__ import annotations
@@ -12,53 +12,11 @@ from typing import Optional, Sequence
 import pytest
 
 from analysis.report import main as report_main
-from analysis.synthetic import (coefficient_of_variation, comparison_table, epoch_time_s, gpu_cost_usd,
-                                horovod_summary, paired_ratios, paired_table, paired_totals, protocol_table,
-                                rates_of, scaling_efficiency, scaling_table, summed_rates, synthetic_runs)
-
-
-def synthetic_doc(point: int, times: Sequence[Sequence[float]], *, host_times=None, sweep: str = "study",
-                  scaling: str = "weak", batch_size: int = 10, batches_per_iter: int = 10,
-                  data_parallel: str = "ddp", fusion: float = 64.0, backend: str = "gloo", nccl_algo: str = "auto",
-                  fp16: bool = False, price_name: str = "none", gpu_hour_usd: Optional[float] = None,
-                  epoch_images: int = 1000, train_epochs: int = 90, status: str = "ok") -> dict:
-    """A synthetic result (schema v1) whose per-rank device times per iteration are `times`."""
-    world = len(times)
-    per_worker = batch_size if scaling == "weak" else batch_size // world
-    workload = {
-        "name": "synthetic", "model": "resnet50", "num_classes": 1000, "image_size": 224, "batch_size": batch_size,
-        "scaling": scaling, "num_warmup_batches": 10, "num_batches_per_iter": batches_per_iter,
-        "num_iters": len(times[0]), "lr": 0.01, "data_parallel": data_parallel, "fusion_threshold_mb": fusion,
-        "fp16_allreduce": fp16, "backward_passes_per_step": 1, "device": "auto", "backend": backend,
-        "nccl_algo": nccl_algo, "epoch_images": epoch_images, "train_epochs": train_epochs,
-        "price_name": price_name, "gpu_hour_usd": gpu_hour_usd,
-    }
-    return {
-        "schema_version": 1,
-        "identity": {"sweep": sweep, "point": point, "repeat": 0, "seed": 0, "workload": "synthetic"},
-        "status": status, "reason": None if status == "ok" else "out of memory: ...",
-        "config": {"sweep": {"name": sweep, "root": "sweeps", "dir": f"sweeps/{sweep}", "wait": True,
-                             "repeat": 0, "seed": 0},
-                   "resources": {"nodes": 1, "workers_per_node": world, "gpus_per_node": world,
-                                 "cpus_per_worker": 1, "mem_gb": 0, "time_min": 30},
-                   "cluster": {"kind": "local", "max_parallel": 1, "poll_s": 1.0},
-                   "workload": workload},
-        "environment": {"world_size": world, "backend": "nccl" if backend == "auto" else backend,
-                        "device": "cuda", "hosts": ["node0"], "ranks": [], "gpus": [], "env": {}},
-        "timing": {"iteration": "fake: chosen by the test"},
-        "measurements": {
-            "per_worker_batch": per_worker, "global_batch": per_worker * world,
-            "images_per_iteration_per_rank": per_worker * batches_per_iter,
-            "num_warmup_batches": 10, "num_batches_per_iter": batches_per_iter, "num_iters": len(times[0]),
-            "backward_passes_per_step": 1,
-            "iteration_time_s_per_rank": [list(t) for t in times],
-            "host_iteration_time_s_per_rank": [list(t) for t in (host_times or times)],
-            "loop_time_s_per_rank": [sum(t) for t in times], "warmup_time_s_per_rank": [1.0] * world,
-            "nccl_algo_env": None if nccl_algo == "auto" else nccl_algo,
-        } if status == "ok" else {},
-        "derived": {},  # the analysis must not read it
-        "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00",
-    }
+from analysis.stats import coefficient_of_variation, efficiency
+from analysis.synthetic.runs import horovod_summary, paired_ratios, paired_totals, rates_of, summed_rates, synthetic_runs
+from analysis.synthetic.tables import comparison_table, epoch_time_s, gpu_cost_usd, paired_table, protocol_table, scaling_table
+from tests.factories import write_result
+from tests.factories.synthetic import synthetic_result
 
 
 def write_doc(root: Path, doc: dict) -> Path:
@@ -105,7 +63,7 @@ def test_rates_and_their_sum_over_ranks():
     ("strong", 4.0, 1.25, 4, 0.8),  # speedup 3.2 over 4
 ])
 def test_scaling_efficiency(scaling, t_base, t_n, n, expected):
-    assert scaling_efficiency(scaling, t_base, t_n, 1, n) == pytest.approx(expected)
+    assert efficiency(scaling, speedup_n=t_base / t_n, n_base=1, n=n, step_base=t_base, step_n=t_n) == pytest.approx(expected)
 
 
 def test_epoch_time_and_cost():
@@ -121,7 +79,7 @@ def test_epoch_time_and_cost():
 def test_run_row_recomputes_from_the_raw_arrays():
     # images per iteration and rank: 10 x 10 = 100. rank 0: [1.0, 0.5, 2.0] s -> [100, 200, 50] img/s;
     # rank 1: [0.5, 0.5, 1.0] s -> [200, 200, 100]; totals [300, 400, 150]; slowest times [1.0, 0.5, 2.0]
-    runs = synthetic_runs([synthetic_doc(0, [[1.0, 0.5, 2.0], [0.5, 0.5, 1.0]])])
+    runs = synthetic_runs([synthetic_result(0, [[1.0, 0.5, 2.0], [0.5, 0.5, 1.0]])])
     assert runs.skipped == []
     row = runs.rows.iloc[0]
     assert row["totals"] == pytest.approx([300, 400, 150])
@@ -140,7 +98,7 @@ def test_run_row_recomputes_from_the_raw_arrays():
 
 def test_horovod_host_clock_column_uses_the_host_times():
     # Horovod's host clock saw 0.5 s per iteration where the device took 1.0 s: it would print 200 img/s
-    doc = synthetic_doc(0, [[1.0, 1.0]], host_times=[[0.5, 0.5]])
+    doc = synthetic_result(0, [[1.0, 1.0]], host_times=[[0.5, 0.5]])
     row = protocol_table(synthetic_runs([doc]).rows).iloc[0]
     assert row["horovod_per_gpu_mean"] == pytest.approx(100)
     assert row["horovod_host_per_gpu_mean"] == pytest.approx(200)
@@ -149,11 +107,11 @@ def test_horovod_host_clock_column_uses_the_host_times():
 def weak_and_strong_docs():
     return [
         # weak, per-worker batch 10: N=1 1.0 s/iter (100 img/s); N=2 1.25 s (80 + 80 = 160 img/s)
-        synthetic_doc(0, [[1.0] * 3], price_name="h200_cloud", gpu_hour_usd=3.6),
-        synthetic_doc(1, [[1.25] * 3] * 2, price_name="h200_cloud", gpu_hour_usd=3.6),
+        synthetic_result(0, [[1.0] * 3], price_name="h200_cloud", gpu_hour_usd=3.6),
+        synthetic_result(1, [[1.25] * 3] * 2, price_name="h200_cloud", gpu_hour_usd=3.6),
         # strong, global batch 20: N=1 200 images/iter in 2.0 s (100 img/s); N=2 100 per rank in 1.25 s
-        synthetic_doc(2, [[2.0] * 3], scaling="strong", batch_size=20),
-        synthetic_doc(3, [[1.25] * 3] * 2, scaling="strong", batch_size=20),
+        synthetic_result(2, [[2.0] * 3], scaling="strong", batch_size=20),
+        synthetic_result(3, [[1.25] * 3] * 2, scaling="strong", batch_size=20),
     ]
 
 
@@ -181,7 +139,7 @@ def comparison_docs():
     # N = 2, per-rank 1000 images per iteration (batch 100 x 10): ddp 10 s/iter per rank -> 100 + 100 = 200
     # img/s; horovod@64 -> 190; horovod@0 -> 150; gloo ddp -> 50
     def doc(point, seconds, **kw):
-        return synthetic_doc(point, [[seconds] * 3] * 2, batch_size=100, **kw)
+        return synthetic_result(point, [[seconds] * 3] * 2, batch_size=100, **kw)
     return [doc(0, 10.0, backend="nccl"), doc(1, 1000 / 95, backend="nccl", data_parallel="horovod"),
             doc(2, 1000 / 75, backend="nccl", data_parallel="horovod", fusion=0.0), doc(3, 40.0, backend="gloo")]
 
@@ -197,12 +155,24 @@ def test_comparison_table_orders_by_throughput_and_compares_with_ddp():
 
 
 def test_bad_results_are_listed_not_fatal():
-    broken = synthetic_doc(1, [[1.0, 1.0]])
+    broken = synthetic_result(1, [[1.0, 1.0]])
     del broken["measurements"]["iteration_time_s_per_rank"]
-    runs = synthetic_runs([synthetic_doc(0, [[1.0]]), broken, synthetic_doc(2, [[1.0]], status="oom")])
+    runs = synthetic_runs([synthetic_result(0, [[1.0]]), broken, synthetic_result(2, [[1.0]], status="oom")])
     assert len(runs.rows) == 1
-    assert any("status oom" in line for line in runs.skipped)
-    assert any("KeyError" in line for line in runs.skipped)
+    # the oom result is no table's business (the report lists every result that is not ok); the broken one is
+    assert len(runs.skipped) == 1 and "KeyError" in runs.skipped[0] and "points/1" not in runs.skipped[0]
+
+
+def test_a_broken_result_is_listed_by_the_report_not_fatal(tmp_path, capsys):
+    broken = synthetic_result(1, [[1.0, 1.0]])
+    del broken["measurements"]["iteration_time_s_per_rank"]
+    for doc in (synthetic_result(0, [[1.0]]), broken, synthetic_result(2, [[1.0]], status="oom")):
+        write_doc(tmp_path, doc)
+    assert report_main([str(tmp_path)]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    left_out = markdown[markdown.index("## Results not in a table (2)"):markdown.index("## Problems")]
+    assert "(point 1, repeat 0): unreadable synthetic measurements (KeyError" in left_out
+    assert "(point 2, repeat 0): oom: out of memory" in left_out
 
 
 # --- through `hpml report` -------------------------------------------------------------------------------
@@ -218,7 +188,7 @@ def test_hpml_report_has_the_synthetic_tables_csvs_and_plot(tmp_path, capsys):
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "## study · synthetic" in markdown and "## methods · synthetic" in markdown
     assert "No ok results to tabulate" not in markdown  # the train scaling table is empty, this part is not
-    assert "has no scaling table" not in markdown  # synthetic results are tabulated here
+    assert "no report section" not in markdown  # synthetic results are tabulated here
     assert "resnet50, weak scaling (per-worker batch fixed)" in markdown
     assert "h200_cloud: $3.60 per GPU-hour" in markdown
     assert "| 2 | 1 × 2 | 10 | 20 | 160.0 [160.0, 160.0] (n=3) | 0.00% | 200.0 | 1.60 | 80.0% |" in markdown
@@ -257,7 +227,7 @@ def test_paired_table_compares_round_by_round_not_the_pooled_medians():
     # every round, which the round-by-round ratio shows (0.98), while the ratio of the pooled medians would not.
     ddp = [[0.100, 0.100, 0.200, 0.200]]
     horovod = [[0.100 / 0.98, 0.100 / 0.98, 0.200 / 0.98, 0.200 / 0.98]]
-    doc = synthetic_doc(0, [[1.0, 1.0]])
+    doc = synthetic_result(0, [[1.0, 1.0]])
     doc["measurements"]["paired"] = paired(ddp, horovod, images=10)
     doc["config"]["workload"]["paired_rounds"] = 4
     row = paired_table(synthetic_runs([doc]).rows).iloc[0]
@@ -269,7 +239,7 @@ def test_paired_table_compares_round_by_round_not_the_pooled_medians():
 
 def test_paired_rounds_does_not_split_a_configuration():
     # The same configuration with and without the side-by-side check: one scaling row, not two.
-    plain, checked = synthetic_doc(0, [[1.0, 1.0]]), synthetic_doc(1, [[1.0, 1.0]])
+    plain, checked = synthetic_result(0, [[1.0, 1.0]]), synthetic_result(1, [[1.0, 1.0]])
     plain["config"]["workload"]["paired_rounds"] = 0
     checked["config"]["workload"]["paired_rounds"] = 1
     checked["measurements"]["paired"] = paired([[0.5]], [[0.5]])
@@ -279,14 +249,14 @@ def test_paired_rounds_does_not_split_a_configuration():
 
 
 def test_paired_rounds_that_disagree_with_the_arrays_leave_the_result_out():
-    doc = synthetic_doc(0, [[1.0, 1.0]])
+    doc = synthetic_result(0, [[1.0, 1.0]])
     doc["measurements"]["paired"] = {**paired([[0.5, 0.5]], [[0.5]]), "rounds": 2}
     runs = synthetic_runs([doc])
     assert runs.rows.empty and "measurements.paired: 2 rounds" in runs.skipped[0]
 
 
 def test_the_report_shows_the_side_by_side_table(tmp_path, capsys):
-    doc = synthetic_doc(0, [[1.0, 1.0], [1.0, 1.0]])
+    doc = synthetic_result(0, [[1.0, 1.0], [1.0, 1.0]])
     doc["measurements"]["paired"] = paired([[0.5, 0.5], [0.5, 0.5]], [[0.4, 0.5], [0.5, 0.5]])
     write_doc(tmp_path, doc)
     assert report_main([str(tmp_path)]) == 0

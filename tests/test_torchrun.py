@@ -6,7 +6,7 @@ import pytest
 
 from conf.schema import config_from_dict
 from launcher.jobspec import jobspec_of
-from launcher.torchrun import Rendezvous, rendezvous_port, torchrun_command
+from launcher.torchrun import Rendezvous, node_addr_of, rendezvous_port, torchrun_command
 
 
 def test_single_node_uses_a_standalone_rendezvous(compose_values):
@@ -37,3 +37,13 @@ def test_multi_node_without_rendezvous_is_refused(compose_values):
     config = config_from_dict(compose_values(["resources.nodes=2"]))
     with pytest.raises(ValueError, match="need a rendezvous"):
         torchrun_command(jobspec_of(config, 0, "/s/points/0", []), None)
+
+
+@pytest.mark.parametrize("record, address", [
+    ("NodeName=n1 Arch=x86_64 CPUTot=4 NodeAddr=10.1.2.3 NodeHostName=box Port=17001 State=IDLE", "10.1.2.3"),
+    ("NodeName=n1 NodeAddr=gpu-node-01.cluster NodeHostName=gpu-node-01", "gpu-node-01.cluster"),
+    ("NodeName=n1 NodeHostName=box State=IDLE", "n1"),  # no NodeAddr: the name itself
+    ("", "n1"),
+])
+def test_the_rendezvous_host_is_the_first_nodes_address(record, address):
+    assert node_addr_of(record, "n1") == address

@@ -1,5 +1,5 @@
-"""The batch size x devices study's tables against hand-computed values (analysis.train_tables,
-analysis.train_report, analysis.latex), and `hpml report` writing them as Markdown, CSV, LaTeX and PNG."""
+"""The batch size x devices study's tables against hand-computed values (analysis.train.tables,
+analysis.train.sections, analysis.latex), and `hpml report` writing them as Markdown, CSV, LaTeX and PNG."""
 
 from __future__ import annotations
 
@@ -8,38 +8,16 @@ import math
 
 import pytest
 
-from analysis import train_tables as tt
+from analysis.train import tables as tt
+from analysis.train.runs import PHASES, train_run
 from analysis.latex import escape, latex_table
 from analysis.report import main as report_main
-from analysis.testing import fake_result, write_fake_result
+from tests.factories import write_result
+from tests.factories.train import study_result, train_result
 
 
-def study_result(point, *, workers=1, dp_devices=1, parallel="ddp", batch=32, scaling="weak", sweep="hw5",
-                 total=(9.0, 4.0, 4.0), train=(8.0, 3.0, 3.0), steps=((1.0,) * 4,) * 3, repeat=0,
-                 status="ok", comm=None, profile=None, loss=None, accuracy=None, lr_scaling="none",
-                 gradient_bytes=100_000_000, link="none", peak=None, steps_per_epoch=4):
-    """A train result with the study's measurements; phases split each step 10/5/25/50/10 %."""
-    doc = fake_result(point=point, sweep=sweep, repeat=repeat, workers_per_node=workers, scaling=scaling,
-                      batch_size=batch, epoch_times=list(total), step_times=[list(s) for s in steps],
-                      status=status, reason=None if status == "ok" else "out of memory: CUDA out of memory")
-    w = doc["config"]["workload"]
-    w.update(parallel=parallel, dp_devices=dp_devices, precision="fp32", lr_scaling=lr_scaling,
-             warmup_epochs=0, link=link, link_peak_GBps=peak, comm_probe_steps=3)
-    if status != "ok":
-        return doc
-    m = doc["measurements"]
-    devices = workers * (dp_devices if parallel == "dp" else 1)
-    per_device = batch if scaling == "weak" else batch // devices
-    m.update(per_worker_batch=per_device * (dp_devices if parallel == "dp" else 1),
-             global_batch=per_device * devices, steps_per_epoch=steps_per_epoch,
-             samples_per_epoch=steps_per_epoch * per_device * devices,
-             train_time_s=list(train), train_time_s_per_rank=[[t] * workers for t in train],
-             phase_time_s={p: [[s * f for s in epoch] for epoch in steps]
-                           for p, f in zip(tt.PHASES, (0.1, 0.05, 0.25, 0.5, 0.1))},
-             train_loss=list(loss or [2.0] * len(total)), train_accuracy=list(accuracy or [0.1] * len(total)),
-             lr_target=0.1, gradient_bytes=gradient_bytes, comm_probe=comm, comm_profile=profile,
-             dataset="synthetic", dataset_note="synthetic data was used", overhead_check=None, batch_probe=None)
-    return doc
+def runs_of(docs):
+    return [train_run(doc) for doc in docs if doc["status"] in ("ok", "oom")]
 
 
 def rows_of(*docs):
@@ -58,7 +36,7 @@ WEAK = [
 
 
 def test_time_table_speedups_efficiency_and_does_not_fit():
-    table = tt.time_table(tt.runs_of(rows_of(*WEAK)))
+    table = tt.time_table(runs_of(rows_of(*WEAK)))
     assert list(table["devices"]) == [1, 2, 4]
     assert list(table["fits"]) == [True, True, False]
     assert list(table["oom_runs"]) == [0, 0, 1]
@@ -74,7 +52,7 @@ def test_time_table_speedups_efficiency_and_does_not_fit():
 
 
 def test_speedups_never_cross_batch_sizes_and_dp_counts_its_devices():
-    table = tt.time_table(tt.runs_of(rows_of(
+    table = tt.time_table(runs_of(rows_of(
         study_result(0, batch=32, total=(9, 4, 4)),
         study_result(1, batch=128, total=(9, 2, 2)),  # faster, but another batch: its own baseline
         study_result(2, batch=128, parallel="dp", dp_devices=4, total=(9, 1, 1)),
@@ -89,7 +67,7 @@ def test_speedups_never_cross_batch_sizes_and_dp_counts_its_devices():
 
 
 def test_strong_scaling_efficiency_is_speedup_over_device_ratio():
-    table = tt.time_table(tt.runs_of(rows_of(
+    table = tt.time_table(runs_of(rows_of(
         study_result(0, scaling="strong", batch=64, total=(9, 8, 8)),
         study_result(1, scaling="strong", batch=64, workers=4, total=(9, 2.5, 2.5)),
     )))
@@ -99,7 +77,7 @@ def test_strong_scaling_efficiency_is_speedup_over_device_ratio():
 
 
 def test_repeats_pool_epochs():
-    table = tt.time_table(tt.runs_of(rows_of(study_result(0, total=(9, 4, 4)),
+    table = tt.time_table(runs_of(rows_of(study_result(0, total=(9, 4, 4)),
                                              study_result(1, total=(9, 5, 7), repeat=1))))
     assert table["runs"].iloc[0] == 2 and table["n"].iloc[0] == 4
     assert table["total_epoch_mean_s"].iloc[0] == pytest.approx(5.0)
@@ -107,10 +85,10 @@ def test_repeats_pool_epochs():
 
 
 def test_phase_table_means_per_step():
-    table = tt.phase_table(tt.runs_of(rows_of(WEAK[0])))
+    table = tt.phase_table(runs_of(rows_of(WEAK[0])))
     row = table.iloc[0]
     assert row["step_n"] == 8
-    assert [row[f"{p}_mean_s"] for p in tt.PHASES] == pytest.approx([0.1, 0.05, 0.25, 0.5, 0.1])
+    assert [row[f"{p}_mean_s"] for p in PHASES] == pytest.approx([0.1, 0.05, 0.25, 0.5, 0.1])
     assert row["train_step_mean_s"] == pytest.approx(0.9)
 
 
@@ -119,7 +97,7 @@ COMM = {"no_sync_step_s": [0.010, 0.012, 0.011], "sync_step_s": [0.014, 0.015, 0
 
 
 def test_comm_table_exposed_comm_per_step_and_epoch():
-    table = tt.comm_table(tt.runs_of(rows_of(
+    table = tt.comm_table(runs_of(rows_of(
         study_result(0, workers=4, comm=COMM, steps_per_epoch=100, profile={"nccl_kernel_s_per_step": 0.004}))))
     row = table.iloc[0]
     assert row["compute_step_median_s"] == pytest.approx(0.011)
@@ -147,7 +125,7 @@ def test_bandwidth_row_against_hand_computed_ring_numbers():
 
 
 def test_bandwidth_table_only_for_more_than_one_device():
-    runs = tt.runs_of(rows_of(study_result(0, comm=COMM), study_result(1, workers=2, comm=COMM, peak=450.0,
+    runs = runs_of(rows_of(study_result(0, comm=COMM), study_result(1, workers=2, comm=COMM, peak=450.0,
                                                                        link="h200_nvlink")))
     table = tt.bandwidth_table(runs, tt.comm_table(runs))
     assert list(table["devices"]) == [2] and table["link"].iloc[0] == "h200_nvlink"
@@ -156,25 +134,26 @@ def test_bandwidth_table_only_for_more_than_one_device():
 
 def test_large_batch_table_reports_epoch_five_over_repeats():
     five = dict(total=(9, 4, 4, 4, 4), train=(8, 3, 3, 3, 3), steps=((1.0,),) * 5)
-    table = tt.large_batch_table(tt.runs_of(rows_of(
+    table = tt.large_batch_table(runs_of(rows_of(
         study_result(0, lr_scaling="linear", loss=[3, 2, 1.5, 1.2, 1.0], accuracy=[0.1, 0.2, 0.3, 0.4, 0.5], **five),
         study_result(1, lr_scaling="linear", repeat=1, loss=[3, 2, 1.5, 1.2, 1.2],
                      accuracy=[0.1, 0.2, 0.3, 0.4, 0.7], **five),
-        study_result(2, batch=64, loss=[3, 2, 1.0], accuracy=[0.1, 0.2, 0.9]),  # 3 epochs: shows epoch 3
+        study_result(2, batch=64, loss=[3, 2, 1.0], accuracy=[0.1, 0.2, 0.9]),  # 3 epochs: no epoch 5, no row
     )))
     first = table[table["per_device_batch"] == 32].iloc[0]
     assert first["epoch"] == 5 and first["runs"] == 2
     assert first["loss_mean"] == pytest.approx(1.1) and first["loss_std"] == pytest.approx(math.sqrt(0.02))
     assert first["accuracy_mean"] == pytest.approx(0.6)
-    short = table[table["per_device_batch"] == 64].iloc[0]
-    assert short["epoch"] == 3 and short["loss_mean"] == pytest.approx(1.0)
+    assert list(table["per_device_batch"]) == [32]  # never claims an epoch 5 the 3-epoch run did not have
+    three_epochs_only = tt.large_batch_table(runs_of(rows_of(study_result(0, loss=[3, 2, 1.0]))))
+    assert three_epochs_only.empty
 
 
 def test_overhead_table_uses_block_medians():
     doc = study_result(0)
     doc["measurements"]["overhead_check"] = {"steps_per_block": 20, "plain_samples_per_s": [100.0, 98.0, 102.0],
                                              "instrumented_samples_per_s": [99.0, 97.0, 100.0]}
-    row = tt.overhead_table(tt.runs_of(rows_of(doc))).iloc[0]
+    row = tt.overhead_table(runs_of(rows_of(doc))).iloc[0]
     assert (row["plain_samples_per_s"], row["instrumented_samples_per_s"]) == (100.0, 99.0)
     assert row["overhead"] == pytest.approx(0.01)
 
@@ -189,17 +168,23 @@ def test_report_writes_study_tables_in_three_formats_and_the_plot(tmp_path, caps
     for doc in WEAK + [study_result(3, workers=2, comm=COMM,
                                     total=(5, 2.5, 1.5), train=(4, 1.5, 1.5),
                                     steps=((2, 3), (1.5, 1.0), (1.0, 1.5)), repeat=1)]:
-        write_fake_result(tmp_path, doc)
+        write_result(tmp_path, doc)
     assert report_main([str(tmp_path)]) == 0
     out = tmp_path / "report"
-    for name in ("train_time", "train_phases", "train_comm", "train_bandwidth", "train_large_batch"):
+    for name in ("scaling", "train_phases", "train_comm", "train_bandwidth"):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.tex").exists(), name
+    assert not (out / "train_large_batch.csv").exists()  # 3-epoch runs: no epoch 5 to show
     assert (out / "speedup.png").read_bytes()[:4] == b"\x89PNG"
     markdown = (out / "report.md").read_text()
     assert "does not fit (out of memory)" in markdown
     assert "weak scaling (per-device batch fixed" in markdown and "baseline: for each per-device batch" in markdown
-    assert "> **Note:** synthetic data was used" in markdown
-    with open(out / "train_time.csv") as f:
+    assert "> **Note:** synthetic data was used" in markdown and "Large batches" not in markdown
+    # each number once: the epoch time of N = 2 (2.0 ± 0.577 over 4 epochs) is in one table only
+    assert markdown.count("2.000 ± 0.577 (n=4)") == 1
+    # the order: the workload's tables, then what was left out (the oom point), then the problems, last
+    assert (markdown.index("### Epoch time and speedup") < markdown.index("## Results not in a table (1)")
+            < markdown.index("## Problems (0)"))
+    with open(out / "scaling.csv") as f:
         rows = list(csv.DictReader(f))
     two = [r for r in rows if r["devices"] == "2"][0]
     assert int(two["runs"]) == 2 and int(two["n"]) == 4 and float(two["speedup"]) == pytest.approx(2.0)
@@ -220,10 +205,10 @@ def probe_result(point, start, tried):
 def test_batch_probe_section_with_a_point_where_nothing_fits():
     # The H200 run: batch 8192 fits up to 16384; at 32768 nothing fits. pandas turns the column holding a
     # None into floats; the table must still print whole batch sizes.
-    runs = tt.runs_of(rows_of(probe_result(0, 8192, [(8192, True, 40e9), (16384, True, 80e9), (32768, False, None)]),
+    runs = runs_of(rows_of(probe_result(0, 8192, [(8192, True, 40e9), (16384, True, 80e9), (32768, False, None)]),
                               probe_result(1, 32768, [(32768, False, None)])))
-    from analysis.train_report import batch_probe_sections
+    from analysis.train.sections import batch_probe_sections
     [section] = batch_probe_sections(tt.batch_probe_table(runs))
-    assert [row[3:6] for row in section.rows] == [["8192, 16384, 32768", "16384", "32768"],
+    assert [row[3:6] for row in section.tables[0].rows] == [["8192, 16384, 32768", "16384", "32768"],
                                                  ["32768", "none", "32768"]]
-    assert section.rows[0][6] == "80.00" and section.rows[1][6] == "—"
+    assert section.tables[0].rows[0][6] == "80.00" and section.tables[0].rows[1][6] == "—"

@@ -118,8 +118,8 @@ def test_before_init_runs_before_the_process_group_and_its_environment_is_record
     directory, _ = point
     seen = []
 
-    def before_init(config):
-        seen.append((config.workload.name, dist.is_initialized()))
+    def before_init(workload):
+        seen.append((workload.name, dist.is_initialized()))
         os.environ["NCCL_ALGO"] = "allreduce:ring"  # as synthetic's export_nccl_algo does
 
     worker = start_worker(argv(directory), before_init=before_init)

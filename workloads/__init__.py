@@ -1,4 +1,6 @@
 """Instrumented workloads started by torchrun as `python -m workloads.<name> --config <point>/config.yaml`.
 
-Workloads never import the launcher, Hydra or the analysis; shared instrumentation lives in workloads.common.
+One package per workload (workloads/<name>/: its __main__ and the helpers only it uses); what every workload
+shares lives in workloads.common. Workloads never import the launcher, Hydra, OmegaConf or the analysis; they
+may import conf/ (their own schema) and contract/ (what result.json's writer and readers agree on).
 """

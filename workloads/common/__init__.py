@@ -1,1 +1,2 @@
-"""Instrumentation shared by every workload: config loading, distributed set-up, timing, result writing."""
+"""What every workload shares: reading its config slice, the worker scaffold, distributed set-up, timing,
+environment, the result writer and epoch checkpoints."""

@@ -2,7 +2,8 @@
 
 Rank 0 saves the model, the optimizer and the raw measurements so far after each epoch (written to a
 temporary file, then renamed); every rank restores from it at start. The data order needs no saved state:
-DistributedSampler derives it from the seed and the epoch number.
+DistributedSampler derives it from the seed and the epoch number. The file's name in the point's folder is
+contract.sweep_layout.CHECKPOINT_FILE.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import os
 from pathlib import Path
 
 import torch
-
-CHECKPOINT_FILE = "checkpoint.pt"
 
 
 class EpochCheckpoint:

@@ -10,8 +10,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from conf.schema import ResourcesConfig
-from conf.workload_schemas import Backend, Device
+from workloads.common.point_config import WorkerSetup
 
 
 @dataclass(frozen=True)
@@ -27,42 +26,25 @@ class DistContext:
         return self.rank == 0
 
 
-def choose_device(device: Device, resources: ResourcesConfig) -> str:
-    if device == Device.auto:
-        return "cuda" if resources.gpus_per_node > 0 and torch.cuda.is_available() else "cpu"
-    if device == Device.cuda and not torch.cuda.is_available():
-        raise RuntimeError("workload.device=cuda but this worker sees no CUDA device "
-                           f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
-    return device.value
-
-
-def choose_backend(backend: Backend, device_type: str) -> str:
-    if backend == Backend.auto:
-        return "nccl" if device_type == "cuda" else "gloo"
-    if backend == Backend.nccl and device_type != "cuda":
-        raise RuntimeError("workload.backend=nccl needs GPUs; use backend=gloo (or auto) on CPU")
-    return backend.value
-
-
-def init_distributed(device: Device, backend: Backend, resources: ResourcesConfig) -> DistContext:
-    """Joins the process group torchrun prepared (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT).
+def init_distributed(setup: WorkerSetup) -> DistContext:
+    """Joins the process group torchrun prepared (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT), on the
+    device and backend the workload's schema resolves (conf/workload_contract.py).
 
     A 1-worker run gets a process group too, so every code path is the same at every scale.
     """
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
-    expected = resources.world_size
-    if world_size != expected:
-        raise RuntimeError(f"torchrun started {world_size} workers but resources ask for {expected}: "
+    if world_size != setup.world_size:
+        raise RuntimeError(f"torchrun started {world_size} workers but resources ask for {setup.world_size}: "
                            "one torchrun per node is expected (one SLURM task per node)")
-    device_type = choose_device(device, resources)
-    torch.set_num_threads(resources.cpus_per_worker)
+    device_type = setup.workload.device_type(setup.gpus_per_node, torch.cuda.is_available())
+    torch.set_num_threads(setup.cpus_per_worker)
     if device_type == "cuda":
         torch.cuda.set_device(local_rank)
         dev = torch.device("cuda", local_rank)
     else:
         dev = torch.device("cpu")
-    chosen = choose_backend(backend, device_type)
+    chosen = setup.workload.backend_name(device_type)
     dist.init_process_group(chosen, timeout=timedelta(minutes=10),
                             device_id=dev if device_type == "cuda" else None)
     return DistContext(rank=rank, local_rank=local_rank, world_size=world_size, device=dev, backend=chosen)

@@ -1,4 +1,4 @@
-"""result.json, schema version 1: the contract between workloads/ and analysis/ (docs/result-schema.md).
+"""Writing result.json (docs/result-schema.md); its version, statuses and file name are contract/'s.
 
 One file per sweep point, written by rank 0, atomically. Keys:
   schema_version  1
@@ -14,26 +14,19 @@ One file per sweep point, written by rank 0, atomically. Keys:
 
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from workloads.common.atomic import write_json_atomic
-
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "oom", "timeout")
-RESULT_FILE = "result.json"
-
-
-def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+from contract.jsonio import utc_now, write_json_atomic
+from contract.result_format import SCHEMA_VERSION, STATUSES
+from contract.sweep_layout import RESULT_FILE, point_number
 
 
 def point_identity(config: Dict[str, Any], point_dir: Path) -> Dict[str, Any]:
     """The point number is the name of its directory (points/<n>/), which the launcher chose."""
     return {
         "sweep": config["sweep"]["name"],
-        "point": int(point_dir.name) if point_dir.name.isdigit() else None,
+        "point": point_number(point_dir),
         "repeat": config["sweep"]["repeat"],
         "seed": config["sweep"]["seed"],
         "workload": config["workload"]["name"],

@@ -1,6 +1,6 @@
 """What every torchrun worker does around its measurements: join the run, then leave a result.json behind.
 
-    worker = start_worker(argv)                    # config, process group, environment
+    worker = start_worker(argv)                    # config slice, process group, environment
     with worker.reporting(timing) as body:         # rank 0 writes result.json, whatever happens inside
         body.update(summarize(measure(...)))       # {"measurements": ..., "derived": ...}
 
@@ -18,13 +18,13 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from omegaconf import OmegaConf
 
-from conf.schema import HpmlConfig
-from workloads.common.config_io import load_point_config, parse_worker_args
+from conf.workload_contract import WorkloadConfig
+from contract.jsonio import utc_now
 from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
 from workloads.common.environment import describe_environment
-from workloads.common.result import build_result, utc_now, write_result
+from workloads.common.point_config import parse_worker_args, read_point_config
+from workloads.common.result import build_result, write_result
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -35,7 +35,10 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class Worker:
-    config: HpmlConfig
+    """A joined worker and what it may know of its point: its workload's schema and the seed."""
+
+    workload: WorkloadConfig  # the workload's typed schema (its slice of the config tree)
+    seed: int  # sweep.seed
     raw_config: Dict[str, Any]  # the file as written (result.json's "config"), not the typed schema
     point_dir: Path
     started_at: str
@@ -79,21 +82,20 @@ class Worker:
 
 
 def start_worker(argv: Sequence[str] | None = None,
-                 before_init: Optional[Callable[[HpmlConfig], None]] = None) -> Worker:
+                 before_init: Optional[Callable[[WorkloadConfig], None]] = None) -> Worker:
     """Reads --config, joins the process group torchrun prepared and describes every rank's host.
 
-    before_init runs once the config is read and before the process group exists: what a communicator
-    reads from the environment when it is created (NCCL_ALGO) has to be set there.
+    before_init(workload) runs once the config is read and before the process group exists: what a
+    communicator reads from the environment when it is created (NCCL_ALGO) has to be set there.
     """
     args = parse_worker_args(argv)
     point_dir = Path(args.config).resolve().parent
-    config = load_point_config(args.config)
-    raw_config = OmegaConf.to_container(OmegaConf.load(args.config))
+    setup, raw_config = read_point_config(args.config)
     started_at = utc_now()
     if before_init is not None:
-        before_init(config)
-    ctx = init_distributed(config.workload.device, config.workload.backend, config.resources)
+        before_init(setup.workload)
+    ctx = init_distributed(setup)
     ranks = all_gather_objects(host_identity())
     environment = describe_environment(ranks, ctx.world_size, ctx.backend, ctx.device.type)
-    return Worker(config=config, raw_config=raw_config, point_dir=point_dir, started_at=started_at, ctx=ctx,
-                  environment=environment)
+    return Worker(workload=setup.workload, seed=setup.seed, raw_config=raw_config, point_dir=point_dir,
+                  started_at=started_at, ctx=ctx, environment=environment)

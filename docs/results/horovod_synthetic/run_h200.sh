@@ -26,7 +26,7 @@
 #                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32, 64 channels (NCCL_MIN/MAX_NCHANNELS=64).
 #   paired        the 3 % bar measured in one process: ResNet-50, Horovod's protocol on N = max (DDP), then
 #                 PAIRED_ROUNDS (default 60) rounds of one 10-batch iteration of DDP and one of Horovod-style
-#                 (64 MiB fusion) side by side, the order alternating (workload.paired_rounds, workloads/paired.py);
+#                 (64 MiB fusion) side by side, the order alternating (workload.paired_rounds, workloads/synthetic/paired.py);
 #                 twice: DDP as torch sets it up (broadcast_buffers: BatchNorm buffers sent at every forward) and
 #                 with gradients only, as Horovod-style (workload.ddp_broadcast_buffers=false).
 #                 Bar: the median over rounds of the round-by-round ratio Horovod-style / DDP within 3 % of 1.

@@ -1,0 +1,26 @@
+"""The allreduce workload's report (registered in analysis.registry): nccl-tests' algbw and busbw per
+message size, recomputed from the raw per-rank times.
+
+    tables.py    result documents -> the bandwidth table; the ring model the train tables share
+    sections.py  the table -> Sections
+    plots.py     busbw against the message size
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import pandas as pd
+
+from analysis.allreduce.sections import allreduce_sections
+from analysis.allreduce.tables import COLUMNS, allreduce_rows
+from analysis.results import WorkloadResults
+from analysis.sections import Section
+
+__all__ = ["sections"]
+
+
+def sections(results: WorkloadResults) -> List[Section]:
+    table = pd.DataFrame(results.rows(allreduce_rows), columns=COLUMNS)
+    return allreduce_sections(table.sort_values(["sweep", "point", "repeat", "bytes"], kind="stable",
+                                                ignore_index=True))

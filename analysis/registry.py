@@ -1,0 +1,29 @@
+"""Which report each workload has: one line per workload in each table.
+
+REPORTS: workload name (identity.workload of its results) -> sections(results), the function that turns
+its results (analysis.results.WorkloadResults) into report sections. analysis.report calls them in this
+order and names no workload; a result of a workload missing here is listed, not tabulated.
+
+RESULT_CHECKS: workload name -> the rules its ok results must pass beyond the envelope every result
+shares (analysis.schema); a result that breaks one is a Problem, never handed to its report. A training
+variant that writes the train workload's arrays registers train's checks under its own name.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+from analysis import allreduce, synthetic, train
+from analysis.results import WorkloadResults
+from analysis.schema import ResultCheck
+from analysis.sections import Section
+
+REPORTS: Dict[str, Callable[[WorkloadResults], List[Section]]] = {
+    "train": train.sections,
+    "synthetic": synthetic.sections,
+    "allreduce": allreduce.sections,
+}
+
+RESULT_CHECKS: Dict[str, ResultCheck] = {
+    "train": train.training_result_checks,
+}

@@ -1,0 +1,109 @@
+"""The one shape of a report's part, and the one writer of report.md, CSV, LaTeX and PNG files.
+
+Each workload's analysis (analysis/<name>/) turns its results into a list of `Section`s; analysis.report puts
+every workload's sections in one list and hands it to `write_sections`. A section is a heading, text, tables
+and figures:
+
+    Section("Epoch time and speedup: hw5", markdown="weak scaling; ...",
+            tables=[Table("scaling", headers, display_rows, full_precision_frame)],
+            figures=[Figure("speedup.png", draw)])
+
+A table's display rows (rounded text) go to report.md and to <name>.tex (booktabs); its frame, full
+precision and machine-readable column names, to <name>.csv. Tables of one name (one per configuration, say)
+share their files: the CSV holds their frames one after the other, the .tex their tables. A file is written
+only when it has rows, and a figure only when its draw function drew something.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Sequence
+
+import pandas as pd
+
+from analysis.latex import latex_table
+
+
+@dataclass
+class Table:
+    """name: the file stem of its CSV and .tex; headers and rows: what a reader sees (rounded); frame: the
+    same rows with full precision (the CSV)."""
+
+    name: str
+    headers: List[str]
+    rows: List[List[Any]]
+    frame: pd.DataFrame
+
+
+@dataclass
+class Figure:
+    """file: the PNG's name in the report folder; draw(path) writes it and returns True, or returns False
+    when there is nothing worth drawing (no line of two points or more)."""
+
+    file: str
+    draw: Callable[[Path], bool]
+
+
+@dataclass
+class Section:
+    """A heading of `level` (2: ##), the text before the tables, the tables, the text after, the figures."""
+
+    title: str
+    markdown: str = ""
+    tables: List[Table] = field(default_factory=list)
+    after: str = ""
+    figures: List[Figure] = field(default_factory=list)
+    level: int = 2
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def section_markdown(section: Section) -> str:
+    """Heading, text and tables as blocks separated by one blank line."""
+    blocks = ["#" * section.level + " " + section.title]
+    blocks += [section.markdown.rstrip("\n")] if section.markdown else []
+    blocks += [markdown_table(table.headers, table.rows) for table in section.tables]
+    blocks += [section.after.rstrip("\n")] if section.after else []
+    return "\n\n".join(blocks) + "\n"
+
+
+def report_markdown(title: str, sections: Sequence[Section]) -> str:
+    """The whole report: a level-1 title, then the sections in order."""
+    return "\n".join([f"# {title}\n"] + [section_markdown(section) for section in sections])
+
+
+def _caption(section: Section) -> str:
+    return section.title + (". " + " ".join(section.markdown.split()) if section.markdown else "")
+
+
+def write_sections(sections: Sequence[Section], out_dir: Path) -> List[Path]:
+    """<name>.csv and <name>.tex per table name (when it has rows), and each figure that draws; in the order
+    of first appearance."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    by_name: Dict[str, List[tuple]] = {}
+    for section in sections:
+        for table in section.tables:
+            by_name.setdefault(table.name, []).append((section, table))
+    written: List[Path] = []
+    for name, entries in by_name.items():
+        frames = [table.frame for _, table in entries if not table.frame.empty]
+        if not frames:
+            continue
+        csv_path, tex_path = out_dir / f"{name}.csv", out_dir / f"{name}.tex"
+        (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)).to_csv(csv_path, index=False)
+        tex_path.write_text("\n".join(
+            latex_table(table.headers, table.rows, caption=_caption(section), label=f"tab:{name}-{i}")
+            for i, (section, table) in enumerate(entries)))
+        written += [csv_path, tex_path]
+    for section in sections:
+        for figure in section.figures:
+            path = out_dir / figure.file
+            if figure.draw(path):
+                written.append(path)
+    return written
+

@@ -1,0 +1,49 @@
+"""Speedup vs device count for the batch size x devices study, with the ideal line. PNG only.
+
+One line per (study group, fixed batch: per device for weak scaling, global for strong) from
+analysis.train.tables' time table (its `speedup` column: total epoch time, t_base / t_N); rows that do not
+fit are left out. Nothing is drawn unless some line has two points or more (one dot is no scaling curve). The dashed line is ideal
+scaling, N / N_base. matplotlib's Agg backend: no display needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict
+
+import pandas as pd
+
+
+LINE_KEYS = ["group_key", "scaling", "fixed_batch"]
+
+
+def speedup_png(table: pd.DataFrame, path: Path, labels: Dict[str, str], title: str) -> bool:
+    """Writes the plot; False (and no file) when no line has two points."""
+    rows = table[table["fits"] & table["speedup"].notna()]
+    if rows.empty or rows.groupby(LINE_KEYS)["devices"].nunique().max() < 2:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    for (group, scaling, batch), line in rows.groupby(LINE_KEYS, sort=True):
+        line = line.sort_values("devices")
+        batch_text = f"batch {batch}/device" if scaling == "weak" else f"global batch {batch}"
+        name = " ".join(part for part in (labels.get(group, ""), batch_text) if part)
+        ax.plot(line["devices"], line["speedup"], marker="o", label=name)
+    base, top = int(rows["baseline_devices"].min()), int(rows["devices"].max())
+    ideal = list(range(base, top + 1))
+    ax.plot(ideal, [n / base for n in ideal], linestyle="--", color="black", label="ideal (N / N_base)")
+    ax.set_xlabel("devices N (GPUs; CPU workers on a machine without GPUs)")
+    ax.set_ylabel("speedup of the epoch time vs N_base")
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks(sorted({int(n) for n in rows["devices"]}))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return True

@@ -1,0 +1,120 @@
+"""One train result -> one flat run record; every number recomputed from the raw arrays (never `derived`).
+
+Definitions (docs/studies/batch-gpu-scaling.md):
+- N is the number of devices a run trained on: workers x dp_devices (DDP: one GPU per worker; DP: one
+  worker over dp_devices GPUs; on CPU one "device" per worker).
+- A study group is a configuration (analysis.configuration) without its batch and its device count, and
+  without the measurements made before or after the timed epochs (NOT_GROUP: probes, profiler, overhead
+  check). Rows compare runs of one group; speedups compare rows of one group and one batch only (never
+  across batch sizes).
+- Timed epochs: every epoch but the cold ones (contract.result_format.timed_epoch_indices: epoch 1, and the
+  first after each resume). "total" epoch time: measurements.epoch_time_s (slowest rank, wall clock);
+  "train": measurements.train_time_s (slowest rank's h2d+forward+backward+optimizer; results written
+  before it existed have none, and their train columns stay empty). Step times are rank 0's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Dict, Iterable, List, Mapping, Tuple
+
+from analysis.configuration import configuration_items, items_key
+from contract.result_format import timed_epoch_indices
+
+PHASES = ("data", "h2d", "forward", "backward", "optimizer")
+NOT_GROUP = ("workload.dp_devices", "workload.batch_size", "workload.max_batch_probe", "workload.comm_probe_steps",
+             "workload.profile_comm_steps", "workload.overhead_check_steps", "workload.overhead_check_rounds")
+
+
+def is_train_run(doc: Mapping[str, Any]) -> bool:
+    """A train result the tables use: ok, or out of memory (shown as "does not fit")."""
+    return doc["status"] in ("ok", "oom")
+
+
+def group_items(config: Mapping[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in configuration_items(config).items() if k not in NOT_GROUP}
+
+
+def devices_of(config: Mapping[str, Any]) -> int:
+    res, w = config["resources"], config["workload"]
+    per_worker = w.get("dp_devices", 1) if w.get("parallel", "ddp") == "dp" else 1
+    return res["nodes"] * res["workers_per_node"] * per_worker
+
+
+def per_device_batch_of(config: Mapping[str, Any]) -> int:
+    w = config["workload"]
+    return w["batch_size"] if w["scaling"] == "weak" else w["batch_size"] // devices_of(config)
+
+
+def _timed(values: List[Any], indices: List[int]) -> List[Any]:
+    return [values[i] for i in indices]
+
+
+def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """One train result (ok or oom) as a flat record."""
+    config, m = doc["config"], doc["measurements"]
+    w = config["workload"]
+    devices, per_device = devices_of(config), per_device_batch_of(config)
+    items = group_items(config)
+    record: Dict[str, Any] = {
+        "path": doc["path"], "sweep": doc["identity"]["sweep"], "repeat": doc["identity"]["repeat"],
+        "status": doc["status"], "reason": doc["reason"], "group_key": items_key(items), "group_items": items,
+        "parallel": w.get("parallel", "ddp"), "scaling": w["scaling"], "model": w["model"],
+        "precision": w.get("precision", "fp32"), "devices": devices, "nodes": config["resources"]["nodes"],
+        "workers_per_node": config["resources"]["workers_per_node"],
+        "per_device_batch": per_device, "global_batch": per_device * devices,
+        "fixed_batch": w["batch_size"],  # what the scaling mode holds fixed: per device (weak), global (strong)
+        "lr": w["lr"], "lr_scaling": w.get("lr_scaling", "none"), "warmup_epochs": w.get("warmup_epochs", 0),
+        "link": w.get("link", "none"), "link_peak_GBps": w.get("link_peak_GBps"),
+        "dataset_note": m.get("dataset_note"), "batch_probe": m.get("batch_probe"),
+    }
+    if doc["status"] != "ok":
+        return record
+    timed = timed_epoch_indices(len(m["epoch_time_s"]), m.get("cold_epochs"))
+    steps = [s for epoch in _timed(m["step_time_s"], timed) for s in epoch]
+    phases = m.get("phase_time_s")
+    record.update({
+        "steps_per_epoch": m["steps_per_epoch"], "samples_per_epoch": m["samples_per_epoch"],
+        "epoch_total_s": _timed(m["epoch_time_s"], timed),
+        "epoch_train_s": _timed(m["train_time_s"], timed) if "train_time_s" in m else None,
+        "step_s": steps,
+        "phase_steps_s": {p: [s for epoch in _timed(phases[p], timed) for s in epoch] for p in PHASES}
+        if phases else None,
+        "train_loss": m["train_loss"], "train_accuracy": m["train_accuracy"],
+        "lr_target": m.get("lr_target"), "gradient_bytes": m.get("gradient_bytes"),
+        "comm_probe": m.get("comm_probe"), "comm_profile": m.get("comm_profile"),
+        "overhead_check": m.get("overhead_check"),
+    })
+    return record
+
+
+def pool(runs: List[Dict[str, Any]], key: str) -> List[float]:
+    return [value for run in runs for value in run[key]]
+
+
+def row_identity(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    first = runs[0]
+    return {key: first[key] for key in ("sweep", "group_key", "parallel", "scaling", "model", "precision",
+                                         "fixed_batch", "per_device_batch", "devices", "nodes", "workers_per_node",
+                                         "global_batch")}
+
+
+RowKey = Tuple[str, str, int, int, int, int]
+
+
+def by_row(runs: Iterable[Dict[str, Any]]) -> Dict[RowKey, List[Dict[str, Any]]]:
+    """The runs of each table row (repeats pooled): one per group, fixed batch and resource shape (1 x 4 and
+    2 x 2 have the same N but are kept apart: intra- and inter-node communication differ)."""
+    rows: Dict[RowKey, List[Dict[str, Any]]] = {}
+    for run in runs:
+        key = (run["sweep"], run["group_key"], run["fixed_batch"], run["devices"], run["nodes"], run["workers_per_node"])
+        rows.setdefault(key, []).append(run)
+    return dict(sorted(rows.items()))
+
+
+def ok_runs(members: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [r for r in members if r["status"] == "ok"]
+
+
+def mean(values: List[float]) -> float:
+    return statistics.fmean(values)

@@ -1,0 +1,41 @@
+"""What one sweep point asks of the cluster (the `resources` section of the config tree).
+
+A module of its own because the base tree (conf/schema.py) and every workload schema (conf/workload/*.py,
+whose check_resources hooks take it) use it; kept in conf/schema.py it would make workload schemas import the
+module that imports them. Imports neither Hydra nor OmegaConf, so that workers can read their config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conf.validation import MISSING, require
+
+
+@dataclass
+class ResourcesConfig:
+    """What one sweep point asks of the cluster. Points with equal resources share one job array."""
+
+    nodes: int = MISSING
+    workers_per_node: int = MISSING  # torchrun --nproc_per_node: one worker per GPU, or per CPU slot
+    gpus_per_node: int = MISSING  # GPUs requested per node; 0 runs on CPU
+    cpus_per_worker: int = MISSING  # CPU threads each worker may use (torch.set_num_threads)
+    mem_gb: int = MISSING  # memory per node; 0 leaves it to the cluster's default
+    time_min: int = MISSING  # wall-clock limit of the job
+
+    def __post_init__(self) -> None:
+        require(self.nodes >= 1, "resources.nodes", "an integer >= 1", self.nodes)
+        require(self.workers_per_node >= 1, "resources.workers_per_node", "an integer >= 1",
+                self.workers_per_node)
+        require(self.gpus_per_node >= 0, "resources.gpus_per_node", "an integer >= 0", self.gpus_per_node)
+        require(self.gpus_per_node == 0 or self.workers_per_node <= self.gpus_per_node,
+                "resources.workers_per_node", f"at most resources.gpus_per_node={self.gpus_per_node} "
+                "(one worker per GPU)", self.workers_per_node)
+        require(self.cpus_per_worker >= 1, "resources.cpus_per_worker", "an integer >= 1",
+                self.cpus_per_worker)
+        require(self.mem_gb >= 0, "resources.mem_gb", "an integer >= 0 (0: cluster default)", self.mem_gb)
+        require(self.time_min >= 1, "resources.time_min", "an integer >= 1 (minutes)", self.time_min)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.workers_per_node

@@ -1,0 +1,40 @@
+"""The classification model names of the installed torchvision, for preflight checks of `workload.model`.
+
+Importing torchvision takes seconds, so the list is cached per torchvision version (~/.cache/hpml/), keeping
+a launch fast; within one process it is read once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import FrozenSet, Optional
+
+
+@functools.lru_cache(maxsize=None)
+def torchvision_models() -> FrozenSet[str]:
+    from importlib.metadata import version
+
+    cache = Path.home() / ".cache" / "hpml" / f"torchvision-{version('torchvision')}-models.json"
+    try:
+        return frozenset(json.loads(cache.read_text()))
+    except (OSError, ValueError):
+        pass
+    import torchvision
+
+    names = sorted(torchvision.models.list_models(module=torchvision.models))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(names))
+    except OSError:  # a read-only home only costs the next launch the import
+        pass
+    return frozenset(names)
+
+
+def model_problem(model: str) -> Optional[str]:
+    """Why `workload.model` cannot be built by torchvision.models.get_model, or None."""
+    if model in torchvision_models():
+        return None
+    return (f"workload.model={model}: not a torchvision classification model "
+            f"(e.g. resnet18, resnet50, mobilenet_v3_small)")

@@ -1,0 +1,21 @@
+"""The `workload` config group: each workload's defaults (<name>.yaml, composed by Hydra) beside its typed
+schema (<name>.py), and the registry below, one line per workload.
+
+The registry is all that the rest of hpml knows of the workloads: conf/schema.py builds `workload` with the
+schema its name picks, launcher/config_store.py registers each as `<name>_schema` for the YAML defaults lists.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Type
+
+from conf.workload.allreduce import AllreduceConfig
+from conf.workload.synthetic import SyntheticConfig
+from conf.workload.train import TrainConfig
+from conf.workload_contract import WorkloadConfig
+
+WORKLOAD_SCHEMAS: Dict[str, Type[WorkloadConfig]] = {
+    "train": TrainConfig,
+    "allreduce": AllreduceConfig,
+    "synthetic": SyntheticConfig,
+}

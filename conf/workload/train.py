@@ -1,0 +1,175 @@
+"""Schema of the `train` workload (conf/workload/train.yaml; the worker: workloads/train/).
+
+DDP or DataParallel training of a torchvision classifier. Its own rules against the point's resources (strong
+scaling's batch split, DataParallel's one process) are in check_resources; its preflight looks for the model
+in torchvision and the data set on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+from conf.resources import ResourcesConfig
+from conf.torchvision_models import model_problem
+from conf.validation import MISSING, require
+from conf.workload_contract import Scaling, WorkloadConfig, check_strong_scaling_batch
+
+# torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
+# reader both look for exactly these)
+CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
+
+
+class Dataset(str, Enum):
+    synthetic = "synthetic"  # random images of the configured shape, generated per worker
+    cifar10 = "cifar10"  # torchvision.datasets.CIFAR10 read from data_root (never downloaded)
+    image_folder = "image_folder"  # torchvision.datasets.ImageFolder at data_root/train
+    # cifar10 when data_root holds torchvision's CIFAR-10 files, else synthetic (the result says which)
+    auto = "auto"
+    # random batches made once on the training device: no loader, no host-to-device copy (a compute
+    # benchmark, like Horovod's synthetic benchmark)
+    synthetic_device = "synthetic_device"
+
+
+class Parallel(str, Enum):
+    ddp = "ddp"  # DistributedDataParallel: one process per GPU (torchrun workers)
+    dp = "dp"  # nn.DataParallel: one process driving workload.dp_devices GPUs of its node
+
+
+class Precision(str, Enum):
+    fp32 = "fp32"
+    bf16 = "bf16"  # torch.autocast(bfloat16) around forward and loss; weights and gradients stay fp32
+
+
+class LrScaling(str, Enum):
+    none = "none"  # lr is used as given
+    linear = "linear"  # Goyal et al.: lr * global_batch / lr_base_batch
+
+
+@dataclass
+class TrainConfig(WorkloadConfig):
+    model: str = MISSING  # a torchvision classification model name (resnet18, resnet50, ...)
+    num_classes: int = MISSING
+    image_size: int = MISSING  # inputs are 3 x image_size x image_size
+    dataset: Dataset = MISSING
+    data_root: Optional[str] = None  # required for cifar10 / image_folder; never downloaded
+    synthetic_samples: int = MISSING  # size of the synthetic data set (per epoch, all workers together)
+    batch_size: int = MISSING  # per worker (scaling=weak) or global (scaling=strong)
+    scaling: Scaling = MISSING
+    epochs: int = MISSING  # epoch 1 is warm-up; reported epoch time is the mean of epochs 2..N
+    lr: float = MISSING
+    momentum: float = MISSING
+    weight_decay: float = MISSING
+    loader_workers: int = MISSING  # DataLoader num_workers per training worker
+    checkpoint: bool = MISSING  # save after every epoch; a requeued job resumes from the last one
+    # --- batch size x GPU count study (docs/studies/batch-gpu-scaling.md) ---
+    parallel: Parallel = MISSING
+    dp_devices: int = MISSING  # parallel=dp: GPUs the one DataParallel process spans; must be 1 for ddp
+    precision: Precision = MISSING
+    channels_last: bool = MISSING  # inputs and weights in NHWC memory format (faster convolutions on GPUs)
+    cudnn_benchmark: bool = MISSING  # torch.backends.cudnn.benchmark (GPU only)
+    tf32: bool = MISSING  # allow TF32 in fp32 matmuls and convolutions (GPU only)
+    compile: bool = MISSING  # torch.compile the (wrapped) model; compilation falls in the warm-up epoch
+    cifar_stem: bool = MISSING  # ResNets: 3x3 stride-1 first conv and no max-pool (the CIFAR ResNet-18)
+    lr_scaling: LrScaling = MISSING
+    lr_base_batch: int = MISSING  # the global batch that lr is meant for (lr_scaling=linear)
+    warmup_epochs: float = MISSING  # gradual warm-up (Goyal et al.) from lr to the scaled lr; 0: none
+    comm_probe_steps: int = MISSING  # ddp: steps timed with no_sync() and synced, after training; 0: off
+    profile_comm_steps: int = MISSING  # GPU: steps under torch.profiler for NCCL kernel time; 0: off
+    overhead_check_steps: int = MISSING  # steps per block of the plain vs instrumented loop check; 0: off
+    overhead_check_rounds: int = MISSING  # alternating (plain, instrumented) block pairs
+    max_batch_probe: int = MISSING  # 0: off; else double the per-device batch up to this until OOM
+    # Set together by the `hardware` config group (conf/hardware/<link>.yaml), never by hand:
+    link: str = MISSING  # the hardware table's entry; "none" when no peak is known
+    link_peak_GBps: Optional[float] = MISSING  # the link's peak per direction, GB/s; null: unknown
+
+    def __post_init__(self) -> None:
+        require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
+        require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
+        require(self.synthetic_samples >= 1, "workload.synthetic_samples", "an integer >= 1",
+                self.synthetic_samples)
+        require(self.batch_size >= 1, "workload.batch_size", "an integer >= 1", self.batch_size)
+        require(self.epochs >= 2, "workload.epochs",
+                "an integer >= 2 (epoch 1 is warm-up and is not reported)", self.epochs)
+        require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
+        require(self.loader_workers >= 0, "workload.loader_workers", "an integer >= 0", self.loader_workers)
+        require(self.dataset not in (Dataset.cifar10, Dataset.image_folder) or bool(self.data_root),
+                "workload.data_root",
+                f"a directory holding the data set when workload.dataset={self.dataset.value}",
+                self.data_root)
+        require(self.dp_devices >= 1, "workload.dp_devices", "an integer >= 1", self.dp_devices)
+        require(self.parallel == Parallel.dp or self.dp_devices == 1, "workload.dp_devices",
+                "1 when workload.parallel=ddp (one GPU per process)", self.dp_devices)
+        require(self.lr_base_batch >= 1, "workload.lr_base_batch", "an integer >= 1", self.lr_base_batch)
+        require(self.warmup_epochs >= 0, "workload.warmup_epochs", "a number >= 0 (0: no warm-up)",
+                self.warmup_epochs)
+        for key in ("comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "max_batch_probe"):
+            require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0 (0: off)", getattr(self, key))
+        require(self.overhead_check_rounds >= 1, "workload.overhead_check_rounds", "an integer >= 1",
+                self.overhead_check_rounds)
+        require(self.max_batch_probe == 0 or self.max_batch_probe >= self.batch_size, "workload.max_batch_probe",
+                f"0 (off) or a batch >= workload.batch_size={self.batch_size}", self.max_batch_probe)
+        require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",
+                "null exactly when workload.link=none; choose the link with hardware=<name> "
+                "(conf/hardware/), which sets both", self.link_peak_GBps)
+
+    @property
+    def devices_per_worker(self) -> int:
+        """Devices one worker process drives: dp_devices for DataParallel, 1 for DDP."""
+        return self.dp_devices if self.parallel == Parallel.dp else 1
+
+    def check_resources(self, resources: ResourcesConfig) -> None:
+        super().check_resources(resources)
+        world = resources.world_size
+        check_strong_scaling_batch(self.batch_size, self.scaling, world)
+        if self.scaling == Scaling.strong:
+            devices = world * self.devices_per_worker
+            require(self.batch_size % devices == 0, "workload.batch_size",
+                    f"a multiple of the {devices} devices (workload.dp_devices per worker) when "
+                    "workload.scaling=strong", self.batch_size)
+        if self.parallel == Parallel.dp:
+            check_data_parallel(self, resources)
+
+    def preflight_problems(self) -> List[str]:
+        return [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
+
+
+def check_data_parallel(cfg: TrainConfig, resources: ResourcesConfig) -> None:
+    """parallel=dp is one process (one worker on one node) driving dp_devices GPUs of that node."""
+    require(resources.nodes == 1 and resources.workers_per_node == 1, "resources.workers_per_node",
+            "1 on 1 node when workload.parallel=dp (DataParallel is one process; use parallel=ddp for "
+            "one process per GPU)", f"{resources.workers_per_node} on {resources.nodes} node(s)")
+    if resources.gpus_per_node == 0:
+        require(cfg.dp_devices == 1, "workload.dp_devices",
+                "1 without GPUs (resources.gpus_per_node=0: DataParallel runs the module on the CPU)",
+                cfg.dp_devices)
+    else:
+        require(cfg.dp_devices <= resources.gpus_per_node, "workload.dp_devices",
+                f"at most resources.gpus_per_node={resources.gpus_per_node}", cfg.dp_devices)
+
+
+def cifar10_on_disk(root: Optional[str]) -> bool:
+    """Whether root holds torchvision's CIFAR-10 python files (root/cifar-10-batches-py/...)."""
+    return bool(root) and not missing_cifar10_files(root)
+
+
+def missing_cifar10_files(root: str) -> List[str]:
+    folder = Path(root) / "cifar-10-batches-py"
+    return [name for name in CIFAR10_FILES if not (folder / name).is_file()]
+
+
+def data_problem(cfg: TrainConfig) -> Optional[str]:
+    """Why the configured data set is not on disk in torchvision's layout (it is never downloaded)."""
+    if cfg.dataset == Dataset.cifar10:
+        absent = missing_cifar10_files(cfg.data_root)
+        if absent:
+            folder = Path(cfg.data_root) / "cifar-10-batches-py"
+            return (f"workload.data_root={cfg.data_root}: no CIFAR-10 there ({folder} lacks "
+                    f"{', '.join(absent[:3])}{'...' if len(absent) > 3 else ''}); put torchvision's "
+                    "cifar-10-python files there or use workload.dataset=synthetic")
+    if cfg.dataset == Dataset.image_folder and not (Path(cfg.data_root) / "train").is_dir():
+        return (f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders "
+                "(torchvision ImageFolder layout)")
+    return None

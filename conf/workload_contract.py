@@ -1,0 +1,101 @@
+"""What every workload's schema declares, and the hooks through which the rest of hpml checks it.
+
+Each workload's schema (conf/workload/<name>.py, registered in conf/workload/__init__.py) extends
+`WorkloadConfig`. The base tree calls the hooks instead of asking which workload it holds:
+
+    HpmlConfig.__post_init__   ->  workload.check_resources(resources)   rules between workload and resources
+    launcher/preflight.py      ->  workload.preflight_problems()          checks that look outside the config
+
+Device and backend live here because every worker needs them, and their resolution rules (auto: cuda when the
+point asks for GPUs, nccl on cuda, gloo on cpu) have one home: the config check and the worker's choice at
+start-up (workloads/common/distributed.py) both call the methods below. `Scaling` is here too because two
+workloads (train, synthetic) read their batch size through it.
+
+Imports neither Hydra nor OmegaConf, so that workers can read their config without them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import Enum
+from typing import List
+
+from conf.resources import ResourcesConfig
+from conf.validation import MISSING, require
+
+
+class Device(str, Enum):
+    auto = "auto"  # cuda when resources.gpus_per_node > 0, else cpu
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Backend(str, Enum):
+    auto = "auto"  # nccl when the workers have GPUs, gloo otherwise
+    gloo = "gloo"
+    nccl = "nccl"
+
+
+class Scaling(str, Enum):
+    weak = "weak"  # batch_size is each worker's batch (per-worker batch fixed as workers grow)
+    strong = "strong"  # batch_size is the global batch, split over the workers (global batch fixed)
+
+
+@dataclass
+class WorkloadConfig:
+    """Fields every workload has; each workload's schema extends it."""
+
+    name: str = MISSING  # the module started by torchrun: workloads.<name>
+    device: Device = MISSING
+    backend: Backend = MISSING
+
+    # --- hooks -------------------------------------------------------------------------------------------
+
+    def check_resources(self, resources: ResourcesConfig) -> None:
+        """Rules between this workload and the point's resources, raising ConfigValueError (HpmlConfig calls
+        it). A workload with rules of its own extends it and calls this one too."""
+        require(self.backend != Backend.nccl or not self.runs_on_cpu(resources), "workload.backend",
+                "gloo or auto when the workers have no GPUs (resources.gpus_per_node=0 or workload.device=cpu)",
+                self.backend.value)
+
+    def preflight_problems(self) -> List[str]:
+        """Problems that only a look outside the config finds (a model name, files on disk), one line each,
+        saying what to change. Called by the launcher before anything is submitted."""
+        return []
+
+    # --- device and backend ------------------------------------------------------------------------------
+
+    def runs_on_cpu(self, resources: ResourcesConfig) -> bool:
+        """Whether the point's workers run on the CPU, as far as the config can tell."""
+        return self.device == Device.cpu or (self.device == Device.auto and resources.gpus_per_node == 0)
+
+    def expected_backend(self, resources: ResourcesConfig) -> Backend:
+        """The backend the point's workers will use, as far as the config can tell (auto resolved)."""
+        if self.backend != Backend.auto:
+            return self.backend
+        return Backend.gloo if self.runs_on_cpu(resources) else Backend.nccl
+
+    def device_type(self, gpus_per_node: int, cuda_available: bool) -> str:
+        """The worker's torch device type, "cuda" or "cpu"; cuda_available: what this process sees."""
+        if self.device == Device.auto:
+            return "cuda" if gpus_per_node > 0 and cuda_available else "cpu"
+        if self.device == Device.cuda and not cuda_available:
+            raise RuntimeError("workload.device=cuda but this worker sees no CUDA device "
+                               f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
+        return self.device.value
+
+    def backend_name(self, device_type: str) -> str:
+        """The torch.distributed backend for a worker on `device_type`."""
+        if self.backend == Backend.auto:
+            return "nccl" if device_type == "cuda" else "gloo"
+        if self.backend == Backend.nccl and device_type != "cuda":
+            raise RuntimeError("workload.backend=nccl needs GPUs; use backend=gloo (or auto) on CPU")
+        return self.backend.value
+
+
+def check_strong_scaling_batch(batch_size: int, scaling: Scaling, world_size: int) -> None:
+    """With scaling=strong, batch_size is the global batch: it must split evenly over the workers."""
+    if scaling == Scaling.strong:
+        require(batch_size % world_size == 0, "workload.batch_size",
+                f"a multiple of the world size {world_size} when workload.scaling=strong", batch_size)

@@ -1,0 +1,62 @@
+"""`hpml resume DIR`: resubmits the points that failed, were cancelled or lost, or never ran.
+
+Completed points and their results are never touched, and points still pending or running are left alone.
+A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/); its epoch checkpoint stays, so the
+rerun continues from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict
+
+import yaml
+
+from conf.schema import ClusterKind, config_from_dict
+from contract.sweep_layout import ATTEMPTS_DIR, CONFIG_FILE, LOGS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from launcher.errors import LaunchError
+from launcher.jobspec import JobSpec, jobspec_of
+from launcher.manifest import read_manifest, write_manifest
+from launcher.slurm_preflight import preflight as slurm_preflight
+from launcher.status import current_states
+from launcher.submission import run_points
+
+BUSY = ("pending", "running")
+
+
+def resume(sweep_dir: Path, wait: bool = True) -> int:
+    sweep_dir = Path(sweep_dir).resolve()
+    manifest = read_manifest(sweep_dir)
+    states = current_states(sweep_dir)
+    rerun = [s for s in states if s.state not in ("completed", *BUSY)]
+    busy = sum(s.state in BUSY for s in states)
+    if not rerun:
+        print(f"hpml: nothing to resume in {sweep_dir}: {len(states) - busy} completed, {busy} pending or running")
+        return 0
+    specs = [prepare_rerun(sweep_dir, manifest["points"][s.point]) for s in rerun]
+    settings = config_from_dict(yaml.safe_load((Path(specs[0].point_dir) / CONFIG_FILE).read_text()))
+    settings.sweep.wait = wait
+    if settings.cluster.kind == ClusterKind.slurm:
+        problems = slurm_preflight(specs)
+        if problems:
+            raise LaunchError("\n".join(problems))
+    write_manifest(sweep_dir, manifest)
+    print(f"hpml: resuming {len(specs)} of {len(states)} point(s) of {manifest['sweep']}: "
+          f"{', '.join(str(s.point) for s in specs)}")
+    return run_points(sweep_dir, manifest, specs, settings)
+
+
+def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
+    """Moves the last attempt's files aside (points/<n>/attempts/<k>/) and rebuilds the point's JobSpec
+    from its config.yaml. The epoch checkpoint stays, so the rerun resumes from it."""
+    folder = point_dir(sweep_dir, entry["point"])
+    attempt = folder / ATTEMPTS_DIR / str(len(entry.get("previous_job_ids", [])))
+    for name in (RESULT_FILE, STATE_FILE, LOGS_DIR):
+        if (folder / name).exists():
+            attempt.mkdir(parents=True, exist_ok=True)
+            (folder / name).rename(attempt / name)
+    if entry.get("job_id"):
+        entry.setdefault("previous_job_ids", []).append(entry["job_id"])
+    entry["job_id"] = None
+    config = config_from_dict(yaml.safe_load((folder / CONFIG_FILE).read_text()))
+    return jobspec_of(config, entry["point"], str(folder), entry["overrides"])

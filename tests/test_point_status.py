@@ -1,0 +1,149 @@
+"""A point's state from its files and the scheduler's view (launcher.status), without any scheduler: the
+combination rule on literal inputs, then the same rules over real files in a sweep folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from launcher.manifest import read_manifest
+from launcher.progress import ProgressPrinter
+from launcher.status import (PointState, combine, job_log_tail, local_jobs, point_states, process_alive,
+                             progress_line, state_from_files, status_table, summary_counts)
+
+LOST = "the scheduler no longer knows this job and it left no result"
+
+
+@pytest.mark.parametrize("files, scheduler, has_job, answered, expected", [
+    # a result that says ok is final, whatever the scheduler says
+    (("completed", None), {"state": "failed"}, True, True, ("completed", None)),
+    (("completed", None), None, True, False, ("completed", None)),
+    # a finished, unsuccessful scheduler state wins over the files, keeping the files' reason
+    (("running", None), {"state": "cancelled"}, True, True, ("cancelled", None)),
+    (("failed", "boom"), {"state": "timeout"}, True, True, ("timeout", "boom")),
+    (None, {"state": "node_fail"}, True, True, ("node_fail", None)),
+    # otherwise the files speak
+    (("failed", "boom"), {"state": "running"}, True, True, ("failed", "boom")),
+    (("running", None), None, True, False, ("running", None)),
+    # no file: the scheduler speaks; "completed" without a result is a failure
+    (None, {"state": "completed"}, True, True, ("failed", "the job ended without writing a result")),
+    (None, {"state": "running"}, True, True, ("running", None)),
+    (None, {"state": "pending"}, True, True, ("pending", None)),
+    # neither: lost if the scheduler answered and does not know the job, pending if it did not answer
+    (None, None, True, True, ("lost", LOST)),
+    (None, None, True, False, ("pending", None)),
+    (None, None, False, True, ("not_submitted", None)),
+    (None, None, False, False, ("not_submitted", None)),
+])
+def test_files_and_scheduler_combine(files, scheduler, has_job, answered, expected):
+    assert combine(files, scheduler, has_job, answered) == expected
+
+
+def write(path: Path, document) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+
+
+@pytest.mark.parametrize("state, result, expected", [
+    (None, None, None),
+    ({"state": "running"}, None, ("running", None)),
+    ({"state": "failed", "reason": "exit 1"}, {"status": "ok"}, ("failed", "exit 1")),  # the job's word is last
+    ({"state": "running"}, {"status": "ok"}, ("running", None)),  # a result is written before the job ends
+    ({"state": "requeued"}, None, None),  # neither finished nor running: proves nothing yet
+    (None, {"status": "ok"}, ("completed", None)),
+    (None, {"status": "oom", "reason": "CUDA out of memory"}, ("oom", "CUDA out of memory")),
+    (None, {}, ("failed", None)),
+    ('{"state": "compl', {"status": "ok"}, ("completed", None)),  # a torn state.json is ignored
+])
+def test_state_from_files(tmp_path, state, result, expected):
+    if state is not None:
+        write(tmp_path / "state.json", state)
+    if result is not None:
+        write(tmp_path / "result.json", result)
+    assert state_from_files(tmp_path) == expected
+
+
+def make_sweep(root: Path, job_ids) -> Path:
+    points = [{"point": i, "overrides": [f"workload.lr=0.{i + 1}"], "job_id": job}
+              for i, job in enumerate(job_ids)]
+    write(root / "manifest.json", {"manifest_version": 1, "sweep": "s", "cluster": "slurm", "points": points})
+    return root
+
+
+def test_point_states_of_a_sweep(tmp_path):
+    sweep = make_sweep(tmp_path, ["5_0", "5_1", "5_2", "5_3", None])
+    write(sweep / "points/0/result.json", {"status": "ok"})
+    write(sweep / "points/0/state.json", {"state": "completed"})
+    write(sweep / "points/1/state.json", {"state": "running"})
+    write(sweep / "jobs/5_2/5_2_0_log.err", "".join(f"line {i}\n" for i in range(1, 9)))
+    scheduler = {"5_0": {"state": "completed"}, "5_1": {"state": "cancelled"}, "5_2": {"state": "failed"}}
+    states = point_states(sweep, scheduler)
+    assert [(s.point, s.state, s.job_id) for s in states] == [
+        (0, "completed", "5_0"), (1, "cancelled", "5_1"), (2, "failed", "5_2"), (3, "lost", "5_3"),
+        (4, "not_submitted", None)]
+    assert states[2].reason == "line 4\nline 5\nline 6\nline 7\nline 8"  # submitit's stderr, last 5 lines
+    assert states[1].reason is None  # no log left: no reason to show
+    assert states[3].reason == LOST
+    assert states[0].overrides == ["workload.lr=0.1"]
+    # judged by the files alone (the scheduler did not answer): jobs it cannot see are pending
+    assert [s.state for s in point_states(sweep, None)] == ["completed", "running", "pending", "pending",
+                                                             "not_submitted"]
+
+
+def test_job_log_tail_without_a_log(tmp_path):
+    assert job_log_tail(tmp_path, "7_0") is None
+
+
+def test_progress_line_and_status_table():
+    states = [PointState(0, "completed", None, "5_0", ["a=1"]), PointState(1, "running", None, "5_1", []),
+              PointState(2, "pending", None, "5_2", ["a=3"]), PointState(3, "not_submitted", None, None, []),
+              PointState(4, "oom", "trace\nCUDA out of memory", "5_4", ["a=5"]),
+              PointState(5, "cancelled", None, "5_5", [])]
+    assert summary_counts(states) == {"done": 1, "running": 1, "failed": 2, "pending": 2, "total": 6}
+    assert progress_line("s", states) == "[s] 1/6 done, 1 running, 2 pending, 2 failed"
+    assert status_table(states).splitlines() == [
+        "point  state          job id        overrides / reason",
+        "0      completed      5_0           a=1",
+        "1      running        5_1           (defaults)",
+        "2      pending        5_2           a=3",
+        "3      not_submitted  -             (defaults)",
+        "4      oom            5_4           a=5",
+        "       reason: CUDA out of memory",
+        "5      cancelled      5_5           (defaults)",
+    ]
+
+
+def test_local_jobs_are_lost_only_once_their_launch_is_gone():
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True)
+    gone = int(ended.stdout)
+    assert process_alive(os.getpid()) and not process_alive(gone) and not process_alive(None)
+    here = socket.gethostname()
+    assert local_jobs({"launcher": {"host": here, "pid": os.getpid()}}) is None  # still running: files decide
+    assert local_jobs({"launcher": {"host": here, "pid": gone}}) == {}  # gone: unfinished points are lost
+    assert local_jobs({"launcher": {"host": here + "-elsewhere", "pid": gone}}) is None  # cannot tell
+    assert local_jobs({}) is None
+
+
+def test_the_progress_line_is_printed_only_when_it_changes(tmp_path):
+    printed = []
+    printer = ProgressPrinter(tmp_path, "s", out=printed.append)
+    running = [PointState(0, "running", None, "1", []), PointState(1, "pending", None, "2", [])]
+    done = [PointState(0, "completed", None, "1", []), PointState(1, "pending", None, "2", [])]
+    for states in (running, running, done, done):
+        printer.show(states)
+    assert printed == ["[s] 0/2 done, 1 running, 1 pending, 0 failed", "[s] 1/2 done, 0 running, 1 pending, 0 failed"]
+
+
+def test_a_folder_without_a_manifest_is_one_line_for_the_user(tmp_path, hpml):
+    with pytest.raises(FileNotFoundError, match="is not an hpml sweep directory"):
+        read_manifest(tmp_path)
+    done = hpml("status", str(tmp_path))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"hpml: error: {tmp_path} is not an hpml sweep directory (no readable manifest.json)\n"

@@ -1,0 +1,184 @@
+"""SLURM's text formats, parsed without SLURM: literal scheduler output in, values out (as submitit's own
+tests do). sacct/squeue (launcher.scheduler_state), scontrol's records, GRES and time limits, and the
+resource-shape checks of the SLURM preflight (launcher.slurm_preflight). Milliseconds, no root, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from conf.schema import ClusterKind
+from launcher.jobspec import JobSpec, ResourceShape
+from launcher.scheduler_state import expand_array_id, parse_sacct, parse_squeue, point_state_of
+from launcher.slurm import DEFAULT_MAX_ARRAY_SIZE, max_array_size, parse_key_values
+from launcher.slurm_preflight import (gres_gpus, parse_scontrol_records, preflight, shape_problems,
+                                      time_limit_minutes)
+
+# --- sacct and squeue -------------------------------------------------------------------------------------
+
+SACCT = """\
+1234_0|COMPLETED|n1|0:0
+1234_1|FAILED|n2|1:0
+1234_2|CANCELLED by 0|n1|0:15
+1234_[3-5%2]|PENDING|None assigned|0:0
+1240|RUNNING|n[1-2]|0:0
+
+not|enough
+"""
+
+
+def test_sacct_lines_become_one_record_per_job_and_array_task():
+    jobs = parse_sacct(SACCT)
+    assert sorted(jobs) == ["1234_0", "1234_1", "1234_2", "1234_3", "1234_4", "1234_5", "1240"]
+    assert jobs["1234_0"] == {"state": "completed", "slurm_state": "COMPLETED", "nodelist": "n1",
+                              "exit_code": "0:0"}
+    assert jobs["1234_1"]["state"] == "failed" and jobs["1234_1"]["exit_code"] == "1:0"
+    assert jobs["1234_2"]["state"] == "cancelled" and jobs["1234_2"]["slurm_state"] == "CANCELLED by 0"
+    assert {jobs[f"1234_{i}"]["state"] for i in (3, 4, 5)} == {"pending"}
+    assert jobs["1240"]["state"] == "running" and jobs["1240"]["nodelist"] == "n[1-2]"
+
+
+def test_squeue_lines_have_no_exit_code_and_may_be_indented():
+    jobs = parse_squeue("  77_[1-2]|PENDING|\n77_0|RUNNING|n2\n\n")
+    assert jobs == {
+        "77_0": {"state": "running", "slurm_state": "RUNNING", "nodelist": "n2", "exit_code": ""},
+        "77_1": {"state": "pending", "slurm_state": "PENDING", "nodelist": "", "exit_code": ""},
+        "77_2": {"state": "pending", "slurm_state": "PENDING", "nodelist": "", "exit_code": ""},
+    }
+
+
+@pytest.mark.parametrize("job_id, expected", [
+    ("123", ["123"]),
+    ("123_4", ["123_4"]),
+    ("123_[7]", ["123_7"]),
+    ("123_[0-3,7]", ["123_0", "123_1", "123_2", "123_3", "123_7"]),
+    ("123_[1-5%2]", ["123_1", "123_2", "123_3", "123_4", "123_5"]),
+    ("9_[0,2-3%1]", ["9_0", "9_2", "9_3"]),
+])
+def test_array_ids_expand_to_one_id_per_task(job_id, expected):
+    assert expand_array_id(job_id) == expected
+
+
+@pytest.mark.parametrize("slurm_state, point_state", [
+    ("PENDING", "pending"), ("REQUEUED", "pending"), ("RUNNING", "running"), ("COMPLETING", "running"),
+    ("COMPLETED", "completed"), ("FAILED", "failed"), ("BOOT_FAIL", "failed"), ("TIMEOUT", "timeout"),
+    ("DEADLINE", "timeout"), ("OUT_OF_MEMORY", "out_of_memory"), ("CANCELLED by 1000", "cancelled"),
+    ("CANCELLED+", "cancelled"), ("NODE_FAIL", "node_fail"), ("SOMETHING_NEW", "something_new"), ("", "unknown"),
+])
+def test_slurm_states_map_to_point_states(slurm_state, point_state):
+    assert point_state_of(slurm_state) == point_state
+
+
+# --- scontrol, GRES, time limits --------------------------------------------------------------------------
+
+def test_scontrol_config_lines_become_key_values():
+    text = ("Configuration data as of 2024-05-01T10:00:00\n"
+            "AccountingStorageType   = accounting_storage/slurmdbd\n"
+            "MaxArraySize            = 101\n"
+            "\n"
+            "Cgroup Support Configuration:\n")
+    config = parse_key_values(text)
+    assert config == {"AccountingStorageType": "accounting_storage/slurmdbd", "MaxArraySize": "101"}
+    assert max_array_size(config) == 101
+    assert max_array_size({}) == DEFAULT_MAX_ARRAY_SIZE == 1001
+
+
+PARTITIONS = """\
+PartitionName=debug AllowGroups=ALL AllowAccounts=ALL Default=YES QoS=N/A DefaultTime=NONE MaxNodes=UNLIMITED MaxTime=UNLIMITED MinNodes=0 Nodes=n[1-2] State=UP TotalCPUs=8 TotalNodes=2
+PartitionName=short AllowGroups=ALL AllowAccounts=ALL Default=NO QoS=N/A DefaultTime=NONE MaxNodes=UNLIMITED MaxTime=00:05:00 MinNodes=0 Nodes=n1 State=UP TotalCPUs=4 TotalNodes=1
+
+"""
+NODES = """\
+NodeName=n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=4 CPULoad=0.00 AvailableFeatures=(null) Gres=gpu:2 NodeAddr=127.0.0.1 NodeHostName=box OS=Linux 6.1.0 #1 SMP RealMemory=4000 State=IDLE
+NodeName=n2 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=4 CPULoad=0.00 AvailableFeatures=(null) Gres=gpu:2 NodeAddr=127.0.0.1 NodeHostName=box OS=Linux 6.1.0 #1 SMP RealMemory=4000 State=IDLE
+"""
+HOSTLISTS = {"n[1-2]": ["n1", "n2"], "n1": ["n1"]}  # what `scontrol show hostnames` prints for them
+
+
+def test_scontrol_one_line_records_become_dicts():
+    partitions = parse_scontrol_records(PARTITIONS)
+    assert [p["PartitionName"] for p in partitions] == ["debug", "short"]
+    assert partitions[0]["Nodes"] == "n[1-2]" and partitions[0]["Default"] == "YES"
+    assert partitions[1]["MaxTime"] == "00:05:00"
+    node = parse_scontrol_records(NODES)[0]
+    assert (node["NodeName"], node["CPUTot"], node["Gres"], node["OS"]) == ("n1", "4", "gpu:2", "Linux")
+
+
+@pytest.mark.parametrize("gres, gpus", [
+    ("gpu:2", 2),
+    ("gpu:a100:4(S:0-1)", 4),
+    ("gpu:4(S:0)", 4),
+    ("gpu:1g.10gb:7", 7),
+    ("gpu:a100:2,gpu:v100:1", 3),
+    ("gpu:a100:4(S:0-1),gpu:v100:2(S:0,1)", 6),
+    ("shard:8,gpu:2", 2),
+    ("mps:100", 0),
+    ("(null)", 0),
+    ("", 0),
+])
+def test_gres_gpus(gres, gpus):
+    assert gres_gpus(gres) == gpus
+
+
+@pytest.mark.parametrize("text, minutes", [
+    ("UNLIMITED", None), ("INFINITE", None), ("NONE", None),
+    ("30", 30), ("30:00", 30), ("30:30", 30.5), ("00:05:00", 5), ("02:30:00", 150),
+    ("1-00:00:00", 1440), ("2-12", 2 * 1440 + 12 * 60), ("1-02:30", 1440 + 150), ("0-00:00:30", 0.5),
+])
+def test_time_limits_in_minutes(text, minutes):
+    assert time_limit_minutes(text) == minutes
+
+
+# --- the resource-shape checks of the SLURM preflight -----------------------------------------------------
+
+def shape(**fields) -> ResourceShape:
+    values = dict(cluster=ClusterKind.slurm, nodes=1, workers_per_node=1, gpus_per_node=0, cpus_per_worker=1,
+                  mem_gb=0, time_min=10)
+    return ResourceShape(**{**values, **fields})
+
+
+def problems(partitions_text: str = PARTITIONS, nodes_text: str = NODES, **fields):
+    """shape_problems of shape(**fields) on the cluster that `scontrol show partition|node -o` describe."""
+    return shape_problems(shape(**fields), parse_scontrol_records(partitions_text),
+                          parse_scontrol_records(nodes_text), expand=HOSTLISTS.__getitem__)
+
+
+def test_a_shape_that_fits_the_default_partition_has_no_problem():
+    assert problems(nodes=2, workers_per_node=2, gpus_per_node=2, cpus_per_worker=2, time_min=600) == []
+
+
+def test_an_unknown_partition_names_the_ones_there_are():
+    assert problems(partition="nope") == ["cluster.partition=nope: no such partition (available: debug, short)"]
+
+
+def test_every_limit_of_the_partition_that_is_exceeded_is_one_line():
+    assert problems(partition="short", nodes=3, gpus_per_node=4, time_min=10) == [
+        "resources.nodes=3: partition short has 1 node(s)",
+        "resources.gpus_per_node=4: nodes of partition short have at most 2 GPU(s)",
+        "resources.time_min=10: partition short allows at most 5 minutes (MaxTime)",
+    ]
+    assert problems(partition="short", time_min=5) == []  # MaxTime itself is allowed
+
+
+def test_a_task_needs_the_cpus_of_all_its_workers():
+    assert problems(workers_per_node=2, cpus_per_worker=3) == [
+        "resources.workers_per_node x resources.cpus_per_worker = 6 CPUs: nodes of partition debug have at most 4"]
+
+
+def test_too_few_nodes_with_enough_gpus():
+    one_gpu_on_n2 = NODES.replace("NodeName=n2 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=4 CPULoad=0.00 "
+                                  "AvailableFeatures=(null) Gres=gpu:2", "NodeName=n2 CPUTot=4 Gres=gpu:1")
+    assert problems(nodes_text=one_gpu_on_n2, nodes=2, gpus_per_node=2) == [
+        "resources: only 1 node(s) of partition debug have 2 GPU(s) and 1 CPUs"]
+    assert problems(nodes_text=one_gpu_on_n2, nodes=1, gpus_per_node=2) == []  # n1 is enough for one node
+
+
+def test_without_a_default_partition_the_first_is_used_and_without_any_none_fits():
+    no_default = PARTITIONS.replace("Default=YES", "Default=NO")
+    assert problems(partitions_text=no_default, nodes=3) == ["resources.nodes=3: partition debug has 2 node(s)"]
+    assert problems(partitions_text="") == ["this cluster has no partition"]
+
+
+def test_preflight_without_sbatch_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no SLURM client here
+    spec = JobSpec(point=0, point_dir=str(tmp_path / "points/0"), overrides=(), workload="train", shape=shape())
+    assert preflight([spec]) == ["cluster=slurm: sbatch is not on PATH (is this a SLURM login node?)"]

@@ -1,0 +1,219 @@
+"""The workload contract, config side: the hooks HpmlConfig and the preflight call, the registry, the worker's
+config slice (read through the launcher's own validation), and the import rules that keep conf/ acyclic and
+workers free of Hydra and OmegaConf."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List
+
+import pytest
+import yaml
+
+from conf.resources import ResourcesConfig
+from conf.schema import config_from_dict
+from conf.validation import MISSING, ConfigValueError, require
+from conf.workload import WORKLOAD_SCHEMAS
+from conf.workload_contract import Backend, Device, Scaling, WorkloadConfig
+from contract.result_format import SCALING_MODES
+from launcher.preflight import config_problems
+from workloads.common.point_config import WorkerSetup, read_point_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class CapConfig(WorkloadConfig):
+    """A workload made up for these tests: at most `max_workers` workers, and a preflight that looks at a file."""
+
+    max_workers: int = MISSING
+    needs_file: str = MISSING
+
+    def check_resources(self, resources: ResourcesConfig) -> None:
+        super().check_resources(resources)
+        require(resources.world_size <= self.max_workers, "resources.workers_per_node",
+                f"at most workload.max_workers={self.max_workers} workers in all", resources.workers_per_node)
+
+    def preflight_problems(self) -> List[str]:
+        return [] if Path(self.needs_file).exists() else [f"workload.needs_file={self.needs_file}: no such file"]
+
+
+@pytest.fixture
+def cap_values(compose_values, monkeypatch, tmp_path):
+    """A point of the made-up workload, registered the way a real one is: one line in WORKLOAD_SCHEMAS."""
+    monkeypatch.setitem(WORKLOAD_SCHEMAS, "cap", CapConfig)
+    values = compose_values(["resources.workers_per_node=2"])
+    values["workload"] = {"name": "cap", "device": "auto", "backend": "auto", "max_workers": 2,
+                          "needs_file": str(tmp_path / "absent")}
+    return values
+
+
+def test_hpml_config_reaches_the_workloads_own_resource_rule(cap_values):
+    assert config_from_dict(cap_values).workload.max_workers == 2
+    cap_values["workload"]["max_workers"] = 1
+    with pytest.raises(ConfigValueError, match=r"resources.workers_per_node=2 is not allowed: at most "
+                                               r"workload.max_workers=1 workers in all"):
+        config_from_dict(cap_values)
+
+
+def test_the_shared_backend_rule_holds_for_a_new_workload_too(cap_values):
+    cap_values["workload"]["backend"] = "nccl"  # resources.gpus_per_node=0 by default
+    with pytest.raises(ConfigValueError, match=r"workload.backend='nccl' is not allowed: gloo or auto when the "
+                                               r"workers have no GPUs"):
+        config_from_dict(cap_values)
+
+
+def test_preflight_reaches_the_workloads_own_check(cap_values, tmp_path):
+    config = config_from_dict(cap_values)
+    problem = f"workload.needs_file={tmp_path / 'absent'}: no such file"
+    assert config_problems([config, config]) == [problem]  # each problem once
+    (tmp_path / "absent").write_text("")
+    assert config_problems([config]) == []
+
+
+@pytest.mark.parametrize("workload", ["train", "allreduce"])
+def test_nccl_without_gpus_is_refused_before_launch_for_every_workload(compose_values, workload):
+    """Before the contract, only synthetic refused this at planning time; train and allreduce failed in the
+    worker."""
+    values = compose_values([f"workload={workload}", "workload.backend=nccl"])
+    with pytest.raises(ConfigValueError, match="workload.backend='nccl' is not allowed"):
+        config_from_dict(values)
+    values["workload"]["device"] = "cuda"  # the point's own GPUs are not counted: a local run may see some
+    config_from_dict(values)
+
+
+@pytest.mark.parametrize("device, backend, gpus, cuda_available, expected", [
+    ("auto", "auto", 0, True, ("cpu", "gloo")),
+    ("auto", "auto", 2, True, ("cuda", "nccl")),
+    ("auto", "auto", 2, False, ("cpu", "gloo")),  # asked for GPUs, sees none: falls back as before
+    ("cpu", "auto", 2, True, ("cpu", "gloo")),
+    ("cuda", "gloo", 0, True, ("cuda", "gloo")),
+])
+def test_device_and_backend_resolution(device, backend, gpus, cuda_available, expected):
+    workload = WorkloadConfig(name="x", device=Device(device), backend=Backend(backend))
+    device_type = workload.device_type(gpus, cuda_available)
+    assert (device_type, workload.backend_name(device_type)) == expected
+
+
+def test_resolution_refuses_what_the_process_cannot_do():
+    with pytest.raises(RuntimeError, match="workload.device=cuda but this worker sees no CUDA device"):
+        WorkloadConfig(name="x", device=Device.cuda, backend=Backend.auto).device_type(1, False)
+    with pytest.raises(RuntimeError, match="workload.backend=nccl needs GPUs"):
+        WorkloadConfig(name="x", device=Device.cpu, backend=Backend.nccl).backend_name("cpu")
+
+
+def test_every_registered_workload_has_its_yaml_its_worker_and_the_contract_fields(compose_values):
+    for name, schema in WORKLOAD_SCHEMAS.items():
+        assert issubclass(schema, WorkloadConfig), name
+        assert (REPO / "conf" / "workload" / f"{name}.yaml").is_file(), name
+        assert (REPO / "workloads" / name / "__main__.py").is_file(), name
+        assert [f.name for f in dataclasses.fields(schema)][:3] == ["name", "device", "backend"]
+        config = config_from_dict(compose_values([f"workload={name}"]))
+        assert type(config.workload) is schema and config.workload.name == name
+
+
+def test_hydras_workload_group_lists_the_yaml_files_only_and_they_are_the_registry(hpml):
+    """conf/workload/ is a Python package too: its schema modules must not show up as config options."""
+    done = hpml("launch", "--dry-run", "workload=nope")
+    assert done.returncode == 2
+    options = done.stderr.strip().split("available options: ")[1]
+    assert options.split(", ") == sorted(WORKLOAD_SCHEMAS)
+
+
+def test_scaling_modes_are_the_result_formats():
+    assert tuple(mode.value for mode in Scaling) == SCALING_MODES
+
+
+# --- the worker's slice -------------------------------------------------------------------------------------
+
+def test_a_worker_gets_its_slice_and_the_file_as_written(tmp_path, compose_values):
+    values = compose_values(["workload=allreduce", "sweep.seed=7", "resources.workers_per_node=3",
+                             "resources.cpus_per_worker=2", "resources.nodes=2"])
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.dump(values, Dumper=yaml.CSafeDumper, sort_keys=False))  # as the launcher writes it
+    setup, raw = read_point_config(path)
+    assert raw == values
+    assert setup == WorkerSetup(workload=config_from_dict(values).workload, seed=7, world_size=6, gpus_per_node=0,
+                                cpus_per_worker=2)
+    assert setup.workload.min_bytes == values["workload"]["min_bytes"]
+
+
+def test_a_worker_refuses_a_bad_config_with_the_launchers_own_line(tmp_path, compose_values, hpml):
+    values = compose_values()
+    values["resources"]["nodes"] = 0
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(values))
+    worker = subprocess.run([sys.executable, "-m", "workloads.train", "--config", str(path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    launcher = hpml("launch", "--dry-run", "resources.nodes=0")
+    assert worker.returncode != 0 and launcher.returncode == 2
+    message = launcher.stderr.strip().removeprefix("hpml: error: ")
+    assert message == "resources.nodes=0 is not allowed: an integer >= 1"
+    assert worker.stderr.strip().splitlines()[-1] == f"conf.validation.ConfigValueError: {message}"
+
+
+# --- import rules -------------------------------------------------------------------------------------------
+
+def conf_modules() -> List[str]:
+    modules = []
+    for path in sorted((REPO / "conf").rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return modules
+
+
+def imported_conf_modules(module: str) -> set:
+    path = REPO / Path(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        found.update(name for name in names if name == "conf" or name.startswith("conf."))
+    return found
+
+
+def test_conf_has_no_import_cycle():
+    graph = {module: imported_conf_modules(module) & set(conf_modules()) for module in conf_modules()}
+    assert graph["conf.schema"] >= {"conf.workload", "conf.resources"}  # the graph is really read
+
+    def visit(module: str, path: tuple) -> None:
+        assert module not in path, f"import cycle: {' -> '.join(path + (module,))}"
+        for imported in graph[module]:
+            visit(imported, path + (module,))
+
+    for module in graph:
+        visit(module, ())
+
+
+@pytest.mark.parametrize("module", conf_modules())
+def test_each_conf_module_imports_alone_without_hydra(module):
+    code = (f"import sys, {module}; bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('hydra', 'omegaconf', 'launcher', 'workloads', 'analysis', 'torch')]; print(bad); sys.exit(bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOAD_SCHEMAS))
+def test_workers_import_no_hydra_omegaconf_launcher_or_analysis(workload):
+    code = (f"import sys, workloads.{workload}.__main__; bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('hydra', 'omegaconf', 'launcher', 'analysis')]; print(bad); sys.exit(bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("path", ["conf/schema.py", "launcher/preflight.py", "launcher/config_store.py"])
+def test_the_generic_config_code_names_no_workload(path):
+    """They reach workloads through the registry and the hooks only: no schema class, no conf.workload.<name>."""
+    tree = ast.parse((REPO / path).read_text())
+    schema_names = {schema.__name__ for schema in WORKLOAD_SCHEMAS.values()}
+    named = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    named |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not named & schema_names
+    assert not {m for m in modules if m and m.startswith("conf.workload.")}

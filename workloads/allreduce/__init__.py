@@ -1,0 +1,1 @@
+"""The allreduce workload: an all-reduce bandwidth micro-benchmark (see __main__.py)."""

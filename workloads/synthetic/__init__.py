@@ -1,0 +1,1 @@
+"""The synthetic workload: Horovod's synthetic benchmark on torch.distributed (see __main__.py)."""

@@ -1,0 +1,106 @@
+"""DDP or DataParallel training of a torchvision classifier, timed per phase, per step and per epoch.
+
+Started by torchrun, one worker per GPU (NCCL) or per CPU slot (gloo), or one worker per node driving
+several GPUs with DataParallel (workload.parallel=dp):
+    python -m workloads.train --config <sweep>/points/<n>/config.yaml
+Rank 0 writes result.json beside the config. Epoch 1 is warm-up: the reported epoch time is the mean of
+epochs 2..N, each epoch's time being that of its slowest rank.
+
+Two epoch times (docs/studies/batch-gpu-scaling.md):
+- total: wall clock from a barrier at the epoch's start to the end of its last step (device synchronized);
+- train: the sum over steps of h2d + forward + backward + optimizer (phases.py): data loading excluded.
+After the last epoch, optional measurements run on every rank: DDP's communication (no_sync probe,
+profiler), the plain vs instrumented loop check. Before the first, optionally, the largest batch that fits
+(measurements.py).
+
+This module is the run top-down (`main`, `train`); beside it: the step and the epoch record (epochs.py), data
+and batch sizes (data.py), the model and its backend settings (model.py), DDP / DataParallel (parallel.py),
+the learning-rate schedule (lr_schedule.py) and the result's numbers (measurements.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from conf.workload.train import Dataset, TrainConfig
+from contract.sweep_layout import CHECKPOINT_FILE
+from workloads.common.checkpoint import EpochCheckpoint
+from workloads.common.distributed import DistContext
+from workloads.common.timing import wall_s
+from workloads.common.worker import start_worker
+from workloads.train import parallel
+from workloads.train.data import build_loader, per_worker_batch, resolve_dataset, set_epoch
+from workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
+from workloads.train.lr_schedule import lr_at_step, target_lr
+from workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
+from workloads.train.model import build_model, configure_backends, gradient_bytes
+from workloads.train.phases import PhaseClock
+
+
+def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: Dataset, extras: Extras) -> EpochLog:
+    torch.manual_seed(seed)
+    configure_backends(cfg, ctx)
+    if cfg.max_batch_probe:
+        extras.batch_probe = probe_batches(cfg, ctx)
+    loader = build_loader(cfg, seed, ctx, kind)
+    model = build_model(cfg, ctx.device)
+    extras.gradient_bytes = gradient_bytes(model)
+    model = parallel.wrap_model(model, cfg, ctx)
+    step_model = torch.compile(model) if cfg.compile else model  # DDP: compile the wrapper (DDPOptimizer)
+    global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
+    extras.steps_per_epoch = len(loader)
+    extras.lr_target = target_lr(cfg.lr, cfg.lr_scaling, global_batch, cfg.lr_base_batch)
+    lr_of_step = lambda step: lr_at_step(step, len(loader), cfg.lr, extras.lr_target, cfg.warmup_epochs)  # noqa: E731
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
+                                weight_decay=cfg.weight_decay)
+    stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
+    log, clock = EpochLog(), PhaseClock(ctx.device)
+    checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
+    first_epoch = checkpoint.restore(model, optimizer, log, ctx.device) if checkpoint else 0
+    stepper.global_step = first_epoch * len(loader)
+    if first_epoch < cfg.epochs:  # epoch 1 is always cold, whatever an older checkpoint recorded
+        log.cold_epochs = sorted({0, *log.cold_epochs, first_epoch})
+    if first_epoch and ctx.is_main:
+        print(f"[rank 0] resumed from {checkpoint.path} after epoch {first_epoch}", flush=True)
+    for epoch in range(first_epoch, cfg.epochs):
+        set_epoch(loader, epoch)
+        stepper.reset_sums()
+        dist.barrier()
+        start = wall_s()
+        phases = run_epoch(stepper, loader, clock)
+        elapsed = wall_s() - start
+        record_epoch(log, stepper, phases, elapsed)
+        if ctx.is_main:
+            print(f"[rank 0] epoch {epoch + 1}/{cfg.epochs}: total {max(log.epoch_time_s_per_rank[-1]):.3f} s, "
+                  f"train {max(log.train_time_s_per_rank[-1]):.3f} s, loss {log.train_loss[-1]:.4f}, "
+                  f"accuracy {log.train_accuracy[-1]:.4f}, lr {stepper.lr:.4g}", flush=True)
+            if checkpoint:  # after the epoch's clock stopped: saving is not part of the epoch time
+                checkpoint.save(epoch + 1, model, optimizer, log)
+        dist.barrier()
+    after_training(stepper, model, loader, cfg, ctx, extras)
+    return log
+
+
+@record
+def main(argv: Sequence[str] | None = None) -> None:
+    worker = start_worker(argv)
+    cfg: TrainConfig = worker.workload
+    ctx = worker.ctx
+    kind, note = resolve_dataset(cfg)
+    if ctx.is_main and note:
+        print(f"[rank 0] note: {note}", flush=True)
+    extras = Extras()
+    # An out-of-memory point keeps what the batch probe found: the report shows it as "does not fit".
+    with worker.reporting(timing_words(PhaseClock(ctx.device).method),
+                          oom_measurements=lambda: {"batch_probe": extras.batch_probe, "dataset": kind.value}) as body:
+        log = train(cfg, worker.seed, ctx, worker.point_dir, kind, extras)
+        body.update(summarize(log, cfg, ctx.world_size, extras, kind, note))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Training data: synthetic images, torchvision's CIFAR-10 from a local root, or an ImageFolder.
+
+Nothing is ever downloaded: a missing data set is an error that says where it was looked for.
+`dataset=auto` takes CIFAR-10 when data_root holds it and synthetic data of the configured shape otherwise;
+`resolve_dataset` says which, and the train workload records it in its result (measurements.dataset).
+`dataset=synthetic_device` makes a few random batches once, on the training device (`DeviceBatches`):
+no loader and no host-to-device copy, for compute benchmarks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, List, Optional, Tuple
+
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from conf.workload.train import Dataset as DatasetKind
+from conf.workload.train import TrainConfig, cifar10_on_disk
+from conf.workload_contract import Scaling
+from workloads.common.distributed import DistContext
+from workloads.train.model import memory_format
+
+CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR10_STD = (0.2470, 0.2435, 0.2616)
+
+
+def resolve_dataset(cfg: TrainConfig) -> Tuple[DatasetKind, Optional[str]]:
+    """The data set this run really uses, and a note when it is not the one a reader would assume."""
+    if cfg.dataset != DatasetKind.auto:
+        return cfg.dataset, None
+    if cifar10_on_disk(cfg.data_root):
+        return DatasetKind.cifar10, None
+    return DatasetKind.synthetic, (f"workload.dataset=auto found no CIFAR-10 under data_root={cfg.data_root!r}: "
+                                   f"synthetic data of the same shape (3x{cfg.image_size}x{cfg.image_size}, "
+                                   f"{cfg.num_classes} classes, {cfg.synthetic_samples} samples) was used; "
+                                   "times are comparable, losses and accuracies are not")
+
+
+class DeviceBatches:
+    """`steps` batches per epoch, cycled from a small pool made once on `device` (random images, random
+    labels). Iterating yields (images, labels) already on the device, so the loop's data and copy
+    phases are near zero: what is timed is the model."""
+
+    POOL = 2
+
+    def __init__(self, steps: int, batch: int, num_classes: int, image_size: int, device: torch.device,
+                 seed: int, memory_format: torch.memory_format = torch.contiguous_format):
+        gen = torch.Generator().manual_seed(seed)
+        self.steps = steps
+        self.pool: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        for _ in range(min(steps, self.POOL)):
+            images = torch.randn(batch, 3, image_size, image_size, generator=gen)
+            labels = torch.randint(0, num_classes, (batch,), generator=gen)
+            self.pool.append((images.to(device).contiguous(memory_format=memory_format), labels.to(device)))
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        return (self.pool[i % len(self.pool)] for i in range(self.steps))
+
+
+class SyntheticImages(Dataset):
+    """`size` labelled random images. A pool of 256 distinct images is cycled so that building an item
+    costs an index, not a random-number draw: the loader stays out of the measurement."""
+
+    POOL = 256
+
+    def __init__(self, size: int, num_classes: int, image_size: int, seed: int):
+        gen = torch.Generator().manual_seed(seed)
+        pool = min(size, self.POOL)
+        self.images = torch.randn(pool, 3, image_size, image_size, generator=gen)
+        self.labels = torch.randint(0, num_classes, (size,), generator=gen)
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int):
+        return self.images[index % len(self.images)], self.labels[index]
+
+
+def local_cifar10(root: str, transform) -> Dataset:
+    """torchvision's CIFAR10 reader on files already on disk.
+
+    torchvision checks each file's MD5 against the official archive's, which only makes sense right
+    after its own download; hpml never downloads (no network on compute nodes), so presence is checked
+    instead (the preflight has already said which file is missing) and the files are read as they are."""
+    from torchvision.datasets import CIFAR10
+
+    class LocalCIFAR10(CIFAR10):
+        def _check_integrity(self) -> bool:
+            return cifar10_on_disk(self.root)
+
+        def _load_meta(self) -> None:
+            import pickle
+
+            with open(Path(self.root) / self.base_folder / self.meta["filename"], "rb") as f:
+                self.classes = pickle.load(f, encoding="latin1")[self.meta["key"]]
+            self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+
+    if not cifar10_on_disk(root):
+        raise FileNotFoundError(f"workload.data_root={root}: no CIFAR-10 (cifar-10-batches-py) there")
+    return LocalCIFAR10(root, train=True, download=False, transform=transform)
+
+
+def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = None) -> Dataset:
+    """The data set of `kind` (default: the configured one; pass resolve_dataset's for dataset=auto)."""
+    kind = kind or cfg.dataset
+    if kind in (DatasetKind.synthetic, DatasetKind.synthetic_device):
+        return SyntheticImages(cfg.synthetic_samples, cfg.num_classes, cfg.image_size, seed)
+    import torchvision.transforms as T  # only the real data sets need torchvision's transforms
+
+    normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
+    if kind == DatasetKind.cifar10:
+
+        transform = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(), normalize])
+        return local_cifar10(cfg.data_root, transform)
+    from torchvision.datasets import ImageFolder
+
+    root = Path(cfg.data_root) / "train"
+    if not root.is_dir():
+        raise FileNotFoundError(f"workload.data_root={cfg.data_root!r} has no train/ folder of class "
+                                "sub-folders (torchvision ImageFolder layout)")
+    transform = T.Compose([T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip(), T.ToTensor(),
+                           normalize])
+    return ImageFolder(str(root), transform=transform)
+
+
+def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
+    """Samples per step in one worker process: per device x devices (weak), or global / workers (strong)."""
+    if cfg.scaling == Scaling.weak:
+        return cfg.batch_size * cfg.devices_per_worker
+    return cfg.batch_size // world_size
+
+
+def build_loader(cfg: TrainConfig, seed: int, ctx: DistContext, kind: DatasetKind):
+    """The epoch's batches for this rank: a DataLoader over a DistributedSampler, or DeviceBatches."""
+    batch = per_worker_batch(cfg, ctx.world_size)
+    if kind == DatasetKind.synthetic_device:
+        steps = cfg.synthetic_samples // (batch * ctx.world_size)
+        loader: Any = DeviceBatches(steps, batch, cfg.num_classes, cfg.image_size, ctx.device,
+                                    seed=seed + ctx.rank, memory_format=memory_format(cfg))
+        size = cfg.synthetic_samples
+    else:
+        dataset = build_dataset(cfg, seed=seed, kind=kind)
+        sampler = DistributedSampler(dataset, num_replicas=ctx.world_size, rank=ctx.rank, shuffle=True,
+                                     seed=seed, drop_last=True)
+        loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=cfg.loader_workers,
+                            pin_memory=ctx.device.type == "cuda", drop_last=True,
+                            persistent_workers=cfg.loader_workers > 0)
+        size = len(dataset)
+    if len(loader) == 0:
+        raise ValueError(f"no full batch per worker: {size} samples over {ctx.world_size} workers "
+                         f"with batch {batch}; raise workload.synthetic_samples or lower workload.batch_size")
+    return loader
+
+
+def set_epoch(loader, epoch: int) -> None:
+    if isinstance(getattr(loader, "sampler", None), DistributedSampler):
+        loader.sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank

@@ -1,0 +1,120 @@
+"""One training step and one epoch of the train workload, and the per-epoch record every rank contributes to.
+
+`Stepper` is the step (its phases marked on the clock it is given: a PhaseClock times them, a NullClock is the
+plain loop of the overhead check); `run_epoch` runs a loader's worth of steps; `record_epoch` gathers every
+rank's epoch numbers into the `EpochLog`, which checkpoints save so that a requeued job keeps them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterator, List
+
+import torch
+import torch.distributed as dist
+
+from conf.workload.train import Precision, TrainConfig
+from workloads.common.distributed import DistContext, all_gather_objects
+from workloads.train.model import memory_format
+from workloads.train.phases import PHASES, NullClock, PhaseClock, train_seconds
+
+
+@dataclass
+class EpochLog:
+    """Raw measurements, one entry per epoch (saved in checkpoints: a requeued job keeps them)."""
+
+    epoch_time_s_per_rank: List[List[float]] = field(default_factory=list)
+    train_time_s_per_rank: List[List[float]] = field(default_factory=list)
+    step_time_s: List[List[float]] = field(default_factory=list)  # rank 0's steps
+    phase_time_s: Dict[str, List[List[float]]] = field(default_factory=dict)  # rank 0: phase -> epoch -> steps
+    phase_sum_s_per_rank: Dict[str, List[List[float]]] = field(default_factory=dict)  # phase -> epoch -> ranks
+    train_loss: List[float] = field(default_factory=list)
+    train_accuracy: List[float] = field(default_factory=list)
+    lr_last: List[float] = field(default_factory=list)  # the rate of each epoch's last step
+    # 0-based epochs that a fresh process started with: 0, and the first epoch after each resume from a
+    # checkpoint (imports, NCCL set-up and cuDNN tuning again). Their times are not counted
+    # (contract.result_format.timed_epoch_indices).
+    cold_epochs: List[int] = field(default_factory=list)
+
+
+class Stepper:
+    """One training step, its phases marked on the clock it is given (a NullClock: the plain loop)."""
+
+    def __init__(self, model, optimizer, cfg: TrainConfig, ctx: DistContext, lr_of_step: Callable[[int], float]):
+        self.model, self.optimizer, self.device = model, optimizer, ctx.device
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.memory_format = memory_format(cfg)
+        self.bf16 = cfg.precision == Precision.bf16
+        self.lr_of_step = lr_of_step
+        self.global_step = 0
+        self.lr = lr_of_step(0)
+        self.reset_sums()
+
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
+
+    def reset_sums(self) -> None:
+        self.sums = torch.zeros(2, device=self.device)  # loss sum, correct predictions
+        self.samples = 0
+
+    def loss_of(self, images, labels):
+        with self.autocast():
+            logits = self.model(images)
+            return logits, self.loss_fn(logits, labels)
+
+    def __call__(self, batches: Iterator, clock: NullClock) -> None:
+        clock.begin_step()
+        images, labels = next(batches)
+        clock.loaded()
+        images = images.to(self.device, non_blocking=True, memory_format=self.memory_format)
+        labels = labels.to(self.device, non_blocking=True)
+        clock.mark("h2d")
+        logits, loss = self.loss_of(images, labels)
+        n = labels.shape[0]
+        self.sums += torch.stack([loss.detach().float() * n, (logits.argmax(1) == labels).sum().float()])
+        self.samples += n
+        clock.mark("forward")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        clock.mark("backward")
+        self.lr = self.lr_of_step(self.global_step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        self.optimizer.step()
+        self.global_step += 1
+        clock.mark("optimizer")
+
+    def forward_backward_on(self, images, labels) -> Callable[[], None]:
+        """A step without the optimizer on one fixed batch (the communication probes): weights unchanged."""
+        def step() -> None:
+            _, loss = self.loss_of(images, labels)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+        return step
+
+
+def run_epoch(stepper: Stepper, loader, clock: PhaseClock) -> Dict[str, List[float]]:
+    batches = iter(loader)
+    clock.start_epoch()
+    for _ in range(len(loader)):
+        stepper(batches, clock)
+    return clock.read()  # synchronizes the device
+
+
+def record_epoch(log: EpochLog, stepper: Stepper, phases: Dict[str, List[float]], elapsed: float) -> None:
+    """Gathers every rank's epoch numbers (one all_gather) and the loss/accuracy sums (one all_reduce)."""
+    totals = torch.cat([stepper.sums, torch.tensor([float(stepper.samples)], device=stepper.device)])
+    dist.all_reduce(totals)
+    loss_sum, correct, samples = totals.tolist()
+    mine = {"total": elapsed, "train": sum(train_seconds(phases)),
+            "phases": {p: sum(phases[p]) for p in PHASES}}
+    ranks = all_gather_objects(mine)
+    log.epoch_time_s_per_rank.append([r["total"] for r in ranks])
+    log.train_time_s_per_rank.append([r["train"] for r in ranks])
+    log.step_time_s.append(phases["step"])
+    for p in PHASES:
+        log.phase_time_s.setdefault(p, []).append(phases[p])
+        log.phase_sum_s_per_rank.setdefault(p, []).append([r["phases"][p] for r in ranks])
+    log.train_loss.append(loss_sum / samples)
+    log.train_accuracy.append(correct / samples)
+    log.lr_last.append(stepper.lr)

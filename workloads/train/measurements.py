@@ -1,0 +1,150 @@
+"""What the train workload measures besides the epochs, and the result's measurements and derived numbers.
+
+Before the first epoch, optionally, the largest batch that fits (batch_probe.py). After the last, on every
+rank (they run collectives): DDP's communication (no_sync probe, profiler: parallel.py) and the plain vs
+instrumented loop check (overhead.py). `summarize` turns the EpochLog and these extras into result.json's
+"measurements" (raw arrays) and "derived" (numbers over the timed epochs: contract.result_format's rule, which
+the analysis applies to the raw arrays again).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional
+
+import torch
+
+from conf.workload.train import Dataset, Parallel, Precision, TrainConfig
+from contract.result_format import timed_epoch_indices
+from workloads.common.distributed import DistContext, all_gather_objects
+from workloads.train import overhead, parallel
+from workloads.train.batch_probe import probe_max_batch
+from workloads.train.data import per_worker_batch
+from workloads.train.epochs import EpochLog, Stepper
+from workloads.train.model import build_model, memory_format
+
+EPOCH_METHOD = ("wall clock from a barrier at the epoch's start to the end of its last step (device "
+                "synchronized), per rank; an epoch's time is its slowest rank's")
+TRAIN_METHOD = ("sum over the epoch's steps of the h2d, forward, backward and optimizer phases (data "
+                "loading excluded), per rank; an epoch's train time is its slowest rank's")
+STEP_METHOD = "interval between consecutive step ends (the first from the epoch start), rank 0"
+BATCH_PROBE_METHOD = "workloads/train/batch_probe.py: doubling per-device batch, 2 steps each, plain model"
+
+
+@dataclass
+class Extras:
+    """Measurements besides the epochs (None when off)."""
+
+    batch_probe: Optional[Dict[str, Any]] = None
+    comm_probe: Optional[Dict[str, Any]] = None
+    comm_profile: Optional[Dict[str, Any]] = None
+    overhead_check: Optional[Dict[str, Any]] = None
+    ddp_bucket_bytes: Optional[List[int]] = None
+    gradient_bytes: int = 0
+    steps_per_epoch: int = 0
+    lr_target: float = 0.0
+
+
+def timing_words(clock_method: str) -> Dict[str, str]:
+    return {"epoch": EPOCH_METHOD, "train_epoch": TRAIN_METHOD, "step": f"{STEP_METHOD}; {clock_method}",
+            "phases": clock_method, "comm": parallel.COMM_METHOD, "overhead_check": overhead.METHOD,
+            "batch_probe": BATCH_PROBE_METHOD}
+
+
+def probe_batches(cfg: TrainConfig, ctx: DistContext) -> Dict[str, Any]:
+    fmt = memory_format(cfg)
+
+    def make_batch(batch: int):
+        images = torch.randn(batch, 3, cfg.image_size, cfg.image_size, device=ctx.device)
+        labels = torch.randint(0, cfg.num_classes, (batch,), device=ctx.device)
+        return images.contiguous(memory_format=fmt), labels
+
+    bf16 = cfg.precision == Precision.bf16
+    probe = probe_max_batch(lambda: build_model(cfg, ctx.device), make_batch, ctx.device, cfg.batch_size,
+                            cfg.max_batch_probe,
+                            lambda: torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=bf16))
+    per_rank = all_gather_objects(probe["largest_fitting"])
+    probe["largest_fitting_per_rank"] = per_rank
+    return probe
+
+
+def endless(loader) -> Iterator:
+    """Batches of the loader, epoch after epoch (for the checks after training)."""
+    return itertools.chain.from_iterable(itertools.repeat(loader))
+
+
+def after_training(stepper: Stepper, model, loader, cfg: TrainConfig, ctx: DistContext, extras: Extras) -> None:
+    """The measurements that follow the last epoch, on every rank (they run collectives)."""
+    extras.ddp_bucket_bytes = parallel.ddp_bucket_bytes(model)
+    images, labels = next(iter(loader))
+    images = images.to(ctx.device, memory_format=stepper.memory_format)
+    fixed = stepper.forward_backward_on(images, labels.to(ctx.device))
+    if cfg.comm_probe_steps and cfg.parallel == Parallel.ddp:
+        extras.comm_probe = parallel.comm_probe(model, fixed, ctx.device, cfg.comm_probe_steps)
+    if cfg.profile_comm_steps and cfg.parallel == Parallel.ddp and ctx.device.type == "cuda":
+        extras.comm_profile = parallel.nccl_kernel_seconds(fixed, cfg.profile_comm_steps)
+    if cfg.overhead_check_steps:
+        batches = endless(loader)
+
+        def run_steps(clock, steps: int) -> None:
+            for _ in range(steps):
+                stepper(batches, clock)
+        extras.overhead_check = overhead.overhead_check(
+            run_steps, ctx.device, cfg.overhead_check_steps, cfg.overhead_check_rounds,
+            samples_per_step=per_worker_batch(cfg, ctx.world_size) * ctx.world_size)
+
+
+def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, kind: Dataset,
+              note: Optional[str]) -> Dict:
+    """Raw arrays and the numbers derived from them (the timed epochs: all but the cold ones)."""
+    batch = per_worker_batch(cfg, world_size)
+    devices = world_size * cfg.devices_per_worker
+    epoch_times = [max(ranks) for ranks in log.epoch_time_s_per_rank]
+    train_times = [max(ranks) for ranks in log.train_time_s_per_rank]
+    timed = timed_epoch_indices(len(epoch_times), log.cold_epochs)
+    timed_steps = [s for i in timed for s in log.step_time_s[i]]
+    samples_per_epoch = extras.steps_per_epoch * batch * world_size
+    measurements = {
+        "epoch_time_s": epoch_times,
+        "epoch_time_s_per_rank": log.epoch_time_s_per_rank,
+        "train_time_s": train_times,
+        "train_time_s_per_rank": log.train_time_s_per_rank,
+        "step_time_s": log.step_time_s,
+        "phase_time_s": log.phase_time_s,
+        "phase_sum_s_per_rank": log.phase_sum_s_per_rank,
+        "train_loss": log.train_loss,
+        "train_accuracy": log.train_accuracy,
+        "lr_last": log.lr_last,
+        "lr_target": extras.lr_target,
+        "steps_per_epoch": extras.steps_per_epoch,
+        "per_worker_batch": batch,
+        "global_batch": batch * world_size,
+        "samples_per_epoch": samples_per_epoch,
+        "parallel": cfg.parallel.value,
+        "devices": devices,
+        "per_device_batch": batch * world_size // devices,
+        "dataset": kind.value,
+        "dataset_note": note,
+        "gradient_bytes": extras.gradient_bytes,
+        "ddp_bucket_bytes": extras.ddp_bucket_bytes,
+        "comm_probe": extras.comm_probe,
+        "comm_profile": extras.comm_profile,
+        "overhead_check": extras.overhead_check,
+        "batch_probe": extras.batch_probe,
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if torch.cuda.is_available() else None,
+        "cold_epochs": log.cold_epochs,
+    }
+    epoch_mean = statistics.fmean(epoch_times[i] for i in timed)
+    derived = {
+        "timed_epochs": len(timed),
+        "epoch_time_s": epoch_mean,
+        "epoch_time_std_s": statistics.pstdev(epoch_times[i] for i in timed),
+        "train_time_s": statistics.fmean(train_times[i] for i in timed),
+        "step_time_median_s": statistics.median(timed_steps),
+        "samples_per_s": samples_per_epoch / epoch_mean,
+        "final_train_loss": log.train_loss[-1],
+        "final_train_accuracy": log.train_accuracy[-1],
+    }
+    return {"measurements": measurements, "derived": derived}
