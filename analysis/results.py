@@ -1,8 +1,10 @@
 """Finds and reads every result.json under a folder; what cannot be used is listed, never fatal.
 
 Like mlcommons/logging's result summarizer, loading returns the rows it could read plus one `Problem` per
-file it could not: a corrupt or unreadable file, an unsupported schema_version, a missing or mistyped key,
-or a point that an hpml sweep manifest lists but that has no result.json (yet).
+file it could not: a corrupt, truncated or unreadable file, an unsupported schema_version, a missing or
+mistyped key, or a point that an hpml sweep manifest lists but that has no result.json (yet). Reads are
+bounded (contract.jsonio): a result over RESULT_LIMIT, a link to a device or a FIFO, or JSON nested too deeply
+is one problem line, not a hang, an exhausted memory or a crash.
 
 Reading files only: the analysis never imports a workload or the launcher. The sweep-directory layout it
 relies on (manifest.json, points/<n>/result.json, points/<n>/state.json) is contract.sweep_layout's.
@@ -24,6 +26,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 import orjson
 
 from analysis.schema import ResultCheck, validate_result
+from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
 from contract.sweep_layout import MANIFEST_FILE, RESULT_FILE, STATE_FILE, point_dir
 
 
@@ -59,16 +62,14 @@ def decode_json(data: bytes) -> Any:
         return json.loads(data)
 
 
-def read_json_file(path: Path) -> Tuple[Optional[Any], Optional[str]]:
-    """(document, None), or (None, why it could not be read)."""
+def read_json_file(path: Path, limit: int = RESULT_LIMIT) -> Tuple[Optional[Any], Optional[str]]:
+    """(document, None), or (None, why it could not be read, in one line)."""
     try:
-        return decode_json(path.read_bytes()), None
-    except OSError as error:
-        return None, f"unreadable: {error.strerror or error}"
-    except UnicodeDecodeError as error:
-        return None, f"not UTF-8 text: {error.reason}"
-    except json.JSONDecodeError as error:
-        return None, f"corrupt JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        return load_json(path, limit, decode_json), None
+    except FileNotFoundError:
+        return None, "missing"
+    except DamagedFile as error:
+        return None, str(error)
 
 
 def parse_result(path: Path, checks: Optional[Mapping[str, ResultCheck]] = None
@@ -87,26 +88,45 @@ def _job_state(folder: Path) -> str:
     """What the point's state.json (kept by the launcher's job) says, to explain a missing result."""
     if not (folder / STATE_FILE).exists():
         return "no job state recorded: never started, or still queued"
-    state, _ = read_json_file(folder / STATE_FILE)
-    if not isinstance(state, dict) or "state" not in state:
-        return "job state unreadable"
+    state, why = read_json_file(folder / STATE_FILE, STATE_LIMIT)
+    if why is not None:
+        return f"job state unreadable: {why}"
+    if not isinstance(state, dict) or not isinstance(state.get("state"), str):
+        return "job state unreadable: state.json is not an object with a state"
     reason = state.get("reason")
-    return f"job state: {state['state']}" + (f" ({reason})" if reason else "")
+    reason = reason.strip().splitlines()[-1] if isinstance(reason, str) and reason.strip() else None
+    return f"job state: {state['state']:.40}" + (f" ({reason})" if reason else "")
+
+
+def _manifest_points(manifest: Any) -> Optional[List[Dict[str, Any]]]:
+    """The manifest's points when each has a point number (an integer >= 0) and overrides (a list of
+    strings) if any; None for a manifest of any other shape."""
+    points = manifest.get("points") if isinstance(manifest, dict) else None
+    if not isinstance(points, list):
+        return None
+    for entry in points:
+        if not isinstance(entry, dict) or type(entry.get("point")) is not int or entry["point"] < 0:
+            return None
+        overrides = entry.get("overrides", [])
+        if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+            return None
+    return points
 
 
 def missing_points(sweep_dir: Path) -> List[Problem]:
     """The points a sweep's manifest lists that have no result.json."""
     manifest_path = sweep_dir / MANIFEST_FILE
-    manifest, why = read_json_file(manifest_path)
+    manifest, why = read_json_file(manifest_path, MANIFEST_LIMIT)
     if why is not None:
         return [Problem(manifest_path, why)]
-    points = manifest.get("points") if isinstance(manifest, dict) else None
-    if not isinstance(points, list) or not all(isinstance(p, dict) and "point" in p for p in points):
-        return [Problem(manifest_path, "not an hpml sweep manifest (no list of points)")]
+    points = _manifest_points(manifest)
+    if points is None:
+        return [Problem(manifest_path, "not an hpml sweep manifest (no list of points, each with a point "
+                                       "number and its overrides)")]
     problems = []
     for entry in points:
         folder = point_dir(sweep_dir, entry["point"])
-        if not (folder / RESULT_FILE).exists():
+        if not (folder / RESULT_FILE).exists() and not (folder / RESULT_FILE).is_symlink():
             overrides = " ".join(entry.get("overrides") or []) or "no overrides"
             problems.append(Problem(folder / RESULT_FILE, f"missing result ({overrides}; {_job_state(folder)})"))
     return problems

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from conf.validation import MISSING, require
 
 
+MAX_NODES = 4096
+MAX_PER_NODE = 1024  # workers or CPU threads per node
+MAX_GPUS_PER_NODE = 64
+
+
 @dataclass
 class ResourcesConfig:
     """What one sweep point asks of the cluster. Points with equal resources share one job array."""
@@ -24,15 +29,17 @@ class ResourcesConfig:
     time_min: int = MISSING  # wall-clock limit of the job
 
     def __post_init__(self) -> None:
-        require(self.nodes >= 1, "resources.nodes", "an integer >= 1", self.nodes)
-        require(self.workers_per_node >= 1, "resources.workers_per_node", "an integer >= 1",
-                self.workers_per_node)
-        require(self.gpus_per_node >= 0, "resources.gpus_per_node", "an integer >= 0", self.gpus_per_node)
+        # Upper bounds far above any real machine: they catch typos (a million GPUs) in one line on every
+        # cluster, before a scheduler or the OS does in many. The local cluster's tighter bounds (this
+        # machine's cores and GPUs) are in launcher/local_preflight.py; SLURM's in launcher/slurm_preflight.py.
+        for key, low, high in (("nodes", 1, MAX_NODES), ("workers_per_node", 1, MAX_PER_NODE),
+                               ("gpus_per_node", 0, MAX_GPUS_PER_NODE), ("cpus_per_worker", 1, MAX_PER_NODE)):
+            value = getattr(self, key)
+            require(value >= low, f"resources.{key}", f"an integer >= {low}", value)
+            require(value <= high, f"resources.{key}", f"at most {high} (no machine has more)", value)
         require(self.gpus_per_node == 0 or self.workers_per_node <= self.gpus_per_node,
                 "resources.workers_per_node", f"at most resources.gpus_per_node={self.gpus_per_node} "
                 "(one worker per GPU)", self.workers_per_node)
-        require(self.cpus_per_worker >= 1, "resources.cpus_per_worker", "an integer >= 1",
-                self.cpus_per_worker)
         require(self.mem_gb >= 0, "resources.mem_gb", "an integer >= 0 (0: cluster default)", self.mem_gb)
         require(self.time_min >= 1, "resources.time_min", "an integer >= 1 (minutes)", self.time_min)
 

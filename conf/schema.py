@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import typing
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from conf.workload import WORKLOAD_SCHEMAS
 
 
 SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# sweep.name becomes part of a folder name under sweep.root: no path separator, no "..", no line break, and
+# short enough that the timestamped folder name stays under the file systems' 255-byte limit.
+SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,99}")
 
 
 def require_one_line(key: str, value: Any) -> None:
@@ -49,11 +53,15 @@ class SweepConfig:
     name: str = MISSING  # names the study in the sweep directory and in reports
     root: str = MISSING  # sweeps are created under this directory
     dir: str = MISSING  # this sweep's directory (a default in conf/config.yaml derives it)
-    wait: bool = MISSING  # block until every point has finished (local runs always wait)
+    wait: bool = MISSING  # block until every point has finished (SLURM; a local run always waits: false is refused)
     repeat: int = MISSING  # repeat index; sweep it (repeat=0,1,2) to measure run-to-run spread
     seed: int = MISSING
 
     def __post_init__(self) -> None:
+        require(bool(SWEEP_NAME.fullmatch(self.name)), "sweep.name",
+                "1-100 characters: letters, digits and . _ + = - (not first), no '/' or line break", self.name)
+        require_one_line("sweep.root", self.root)
+        require_one_line("sweep.dir", self.dir)
         require(self.repeat >= 0, "sweep.repeat", "an integer >= 0", self.repeat)
 
 
@@ -62,6 +70,9 @@ class ClusterConfig:
     kind: ClusterKind = MISSING
     max_parallel: int = MISSING  # points running at once (local) / array parallelism (SLURM); 0: no cap
     poll_s: float = MISSING  # how often a waiting launch refreshes its progress line
+    # Local only: plan as if this machine had this many visible GPUs (a --dry-run of a sweep meant for a GPU
+    # host, checked on a laptop); None counts them (launcher/local_preflight.py).
+    assume_gpus: Optional[int] = None
     # SLURM only (None: the cluster's default). Kept in one schema so a sweep can switch clusters.
     partition: Optional[str] = None
     account: Optional[str] = None
@@ -87,6 +98,8 @@ class ClusterConfig:
             require_one_line(f"cluster.setup[{index}]", line)
         require(self.max_parallel >= 0, "cluster.max_parallel", "an integer >= 0 (0: no cap)",
                 self.max_parallel)
+        require(self.assume_gpus is None or self.assume_gpus >= 0, "cluster.assume_gpus",
+                "null (count this machine's GPUs) or an integer >= 0", self.assume_gpus)
         require(self.poll_s > 0, "cluster.poll_s", "a number > 0 (seconds)", self.poll_s)
 
 
@@ -131,6 +144,10 @@ def _build(schema: type, values: Dict[str, Any], path: str) -> Any:
             require(value in allowed, f"{path}{name}", f"one of {allowed}", value)
             kwargs[name] = hint[value]
         else:
+            # Every number must be finite: inf or nan pass a `> 0` check (or any check, for nan) and
+            # only break the run later, so they are refused here for every float field at once.
+            require(not (isinstance(value, float) and not math.isfinite(value)), f"{path}{name}",
+                    "a finite number (not inf or nan)", value)
             kwargs[name] = value
     return schema(**kwargs)
 

@@ -18,6 +18,15 @@ class ConfigValueError(ValueError):
     """A config value that has the right type but is not allowed; the message names the field."""
 
 
+MAX_SHOWN_VALUE = 80  # characters of a refused value quoted in the message (a 5,000-character name is cut)
+
+
+def shown(value: Any) -> str:
+    """The value as an error message quotes it: repr (a line break stays visible as \\n), cut short."""
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN_VALUE else f"{text[:MAX_SHOWN_VALUE]}...({len(text)} characters)"
+
+
 def require(condition: bool, key: str, allowed: str, value: Any) -> None:
     if not condition:
-        raise ConfigValueError(f"{key}={value!r} is not allowed: {allowed}")
+        raise ConfigValueError(f"{key}={shown(value)} is not allowed: {allowed}")

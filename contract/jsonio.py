@@ -1,7 +1,11 @@
-"""JSON files that a reader may open while a writer (or a killed writer) is at work.
+"""JSON files that a reader may open while a writer (or a killed writer) is at work, or that someone damaged.
 
 Writes go to a temporary file in the same folder, are flushed and fsync'ed, then renamed over the target:
 a reader sees the old file or the new one, never half of one, and a crash after the rename keeps the new one.
+
+Reads are bounded, because a sweep folder is shared and anything can end up in it: only regular files are
+read (a link to /dev/zero or a FIFO would never end or never answer), never more than a size limit, and a
+document nested deeper than the parser can follow is refused. Each refusal is one line (DamagedFile).
 """
 
 from __future__ import annotations
@@ -9,9 +13,23 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
+
+MiB = 1024 * 1024
+# result.json holds per-epoch and per-step arrays (a long training run, or an all-reduce sweep of many sizes
+# and iterations, writes tens of MB); 256 MiB is far above any result hpml writes, yet bounds the memory one
+# damaged file can take.
+RESULT_LIMIT = 256 * MiB
+# state.json is a few hundred bytes; manifest.json about 300 bytes per point (100,000 points: 30 MB).
+STATE_LIMIT = 1 * MiB
+MANIFEST_LIMIT = 64 * MiB
+
+
+class DamagedFile(ValueError):
+    """A file that exists but cannot be used as JSON; the message is one line that says why."""
 
 
 def write_json_atomic(path: str | Path, document: Any) -> Path:
@@ -31,13 +49,72 @@ def write_json_atomic(path: str | Path, document: Any) -> Path:
     return path
 
 
-def read_json(path: str | Path) -> Optional[Any]:
-    """The document, or None when the file is absent, unreadable or not JSON (callers that must say why use
-    their own reader: analysis.results.read_json_file)."""
+def read_bytes_bounded(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Raises FileNotFoundError when it is absent,
+    DamagedFile otherwise. O_NONBLOCK: opening a FIFO must not wait for a writer that never comes."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise DamagedFile(f"unreadable: {error.strerror or error}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DamagedFile("not a regular file (a device, FIFO or socket, or a link to one); refused")
+        if info.st_size > limit:
+            raise DamagedFile(f"{info.st_size} bytes, over the {limit // MiB} MiB limit for this file; refused")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)  # +1: a file that grew after fstat is still caught
+    except OSError as error:
+        raise DamagedFile(f"unreadable: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise DamagedFile(f"over the {limit // MiB} MiB limit for this file; refused")
+    return data
+
+
+def decode_bounded(data: bytes, decode: Callable[[bytes], Any] = json.loads) -> Any:
+    """decode(data), with every way it can fail as DamagedFile (decode: json.loads or a faster equivalent
+    that raises json.JSONDecodeError or ValueError)."""
+    try:
+        return decode(data)
+    except RecursionError:
+        raise DamagedFile("JSON nested too deeply to read; refused") from None
+    except UnicodeDecodeError as error:
+        raise DamagedFile(f"not UTF-8 text: {error.reason}") from None
+    except json.JSONDecodeError as error:
+        text = error.doc.rstrip() if isinstance(error.doc, (str, bytes)) else data.rstrip()
+        if not text:
+            raise DamagedFile("empty file (truncated?)") from None
+        where = f"{error.msg} (line {error.lineno}, column {error.colno})"
+        # an error at the end of the text, or a string never closed: a document cut short (a killed writer
+        # that did not write atomically, a full disk)
+        cut = error.pos >= len(text) or error.msg.startswith("Unterminated string")
+        raise DamagedFile(f"truncated JSON: {where}" if cut else f"corrupt JSON: {where}") from None
+    except ValueError as error:
+        raise DamagedFile(f"corrupt JSON: {error}") from None
+
+
+def load_json(path: str | Path, limit: int, decode: Callable[[bytes], Any] = json.loads) -> Any:
+    """The document of a JSON file. Raises FileNotFoundError when absent, DamagedFile when unusable."""
+    return decode_bounded(read_bytes_bounded(path, limit), decode)
+
+
+def read_json(path: str | Path, limit: int = RESULT_LIMIT) -> Optional[Any]:
+    """The document, or None when the file is absent or damaged (callers that must say why use load_json)."""
+    try:
+        return load_json(path, limit)
+    except (FileNotFoundError, DamagedFile):
         return None
+
+
+def type_name(value: Any) -> str:
+    """A JSON value's kind as a user knows it, for one-line messages about a document of the wrong shape."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def utc_now() -> str:

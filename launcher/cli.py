@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from analysis.report import main as report_main
 
             return report_main(rest)
+    except KeyboardInterrupt:  # Ctrl-C outside a running sweep (composing, status, report): nothing to resume
+        print("hpml: interrupted", file=sys.stderr)
+        return 130
     except Exception as error:  # noqa: BLE001 - user errors become one line; tracebacks stay for bugs
         from conf.validation import ConfigValueError
         from launcher.errors import LaunchError

@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Dict, List, Sequence
 
@@ -14,10 +16,12 @@ import hydra
 from omegaconf import DictConfig
 
 from conf.schema import ClusterKind
+from conf.validation import shown
 from contract.sweep_layout import MANIFEST_FILE
 from launcher.config_store import register_schemas
 from launcher.errors import LaunchError, one_line
 from launcher.jobspec import JobSpec
+from launcher.local_preflight import local_problems
 from launcher.manifest import new_manifest, write_manifest
 from launcher.planner import Plan, start_plan
 from launcher.preflight import config_problems
@@ -25,6 +29,10 @@ from launcher.slurm_preflight import preflight as slurm_preflight
 from launcher.submission import cluster_kind, run_points
 
 DRY_RUN_FLAG = "--dry-run"
+MULTIRUN_FLAGS = ("-m", "--multirun")  # every launch is a multirun already (conf/config.yaml)
+HELP_FLAGS = ("-h", "--help")
+MAX_NAME_BYTES = 255  # a folder name's limit on common file systems
+SCHEMA_SUFFIX = "_schema"  # conf/config_store.py's names for the typed schemas under the YAML defaults
 
 
 def plan_sweep(argv: Sequence[str]) -> Plan:
@@ -41,7 +49,9 @@ def plan_sweep(argv: Sequence[str]) -> Plan:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let errors reach us, to be printed as one line
     hydra_stderr = io.StringIO()  # Hydra's own multi-line error report, replaced by one line
     try:
-        with contextlib.redirect_stderr(hydra_stderr):
+        with contextlib.redirect_stderr(hydra_stderr), warnings.catch_warnings():
+            # conf/config.yaml searches the user's ./conf for presets; that folder is optional
+            warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not")
             hydra_app()
     except SystemExit:
         sys.stderr.write(hydra_stderr.getvalue())
@@ -57,11 +67,61 @@ def plan_sweep(argv: Sequence[str]) -> Plan:
     return plan
 
 
+def checked_arguments(argv: Sequence[str]) -> List[str]:
+    """The command line for Hydra: -m/--multirun moved to the front wherever they stand (Hydra's parser takes
+    them only before the overrides); refused in one line before Hydra sees them: a line break in an
+    argument, and a choice of an internal schema (`workload=train_schema`)."""
+    kept = ["--multirun"] if any(arg in MULTIRUN_FLAGS for arg in argv) else []
+    for arg in argv:
+        if arg in MULTIRUN_FLAGS or arg == DRY_RUN_FLAG:
+            continue
+        key, _, value = arg.partition("=")
+        if any(c in arg for c in "\n\r\0"):
+            raise LaunchError(f"{key}={shown(value)} is not allowed: one line (no line break or NUL)")
+        if "." not in key and any(v.strip().endswith(SCHEMA_SUFFIX) for v in value.split(",")):
+            raise LaunchError(f"{key}={shown(value)} is not allowed: a *{SCHEMA_SUFFIX} name is the typed schema "
+                              f"under the {key} options, not one of them; `hpml launch --help` lists them")
+        kept.append(arg)
+    return kept
+
+
+def without_schema_names(help_text: str) -> str:
+    """Hydra's --help with the *_schema entries taken out of the config group lists: they are registered in
+    the groups only so that the YAML defaults can name them, and choosing one composes an empty config."""
+    lines, in_groups = [], False
+    for line in help_text.splitlines():
+        if line.startswith("=="):
+            in_groups = "group" in line.lower()
+        match = re.fullmatch(r"([\w/]+): (.*)", line) if in_groups else None
+        if match:
+            options = [o for o in match.group(2).split(", ") if not o.endswith(SCHEMA_SUFFIX)]
+            if not options:
+                continue
+            line = f"{match.group(1)}: {', '.join(options)}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def check_inside_root(plan: Plan) -> None:
+    """Nothing is written outside sweep.root: the sweep folder must lie inside it once resolved (a
+    sweep.name or sweep.dir with '..' must not climb out), and every folder name must fit the file system."""
+    for point in plan.points:
+        root = Path(point.config.sweep.root).resolve()
+        if root not in point.sweep_dir.parents:
+            raise LaunchError(f"sweep.dir={shown(str(point.sweep_dir))} is not allowed: a folder inside "
+                              f"sweep.root={root}; change sweep.root to the folder that should hold the sweep")
+        long = [part for part in point.sweep_dir.parts if len(part.encode()) > MAX_NAME_BYTES]
+        if long:
+            raise LaunchError(f"sweep.dir={shown(str(point.sweep_dir))} is not allowed: folder names of at most "
+                              f"{MAX_NAME_BYTES} bytes; shorten sweep.name or sweep.dir")
+
+
 def check_new_sweep_dir(plan: Plan) -> Path:
     dirs = {p.sweep_dir for p in plan.points}
     if len(dirs) != 1:
         raise LaunchError(f"the points of one launch landed in {len(dirs)} sweep directories; "
                           "do not sweep over sweep.dir or sweep.name")
+    check_inside_root(plan)
     sweep_dir = dirs.pop()
     if (sweep_dir / MANIFEST_FILE).exists():
         raise LaunchError(f"sweep.dir={sweep_dir} already holds a sweep; use `hpml resume {sweep_dir}` "
@@ -83,16 +143,31 @@ def point_latest_at(sweep_dir: Path) -> None:
 
 def launch(argv: Sequence[str]) -> int:
     dry_run = DRY_RUN_FLAG in argv
-    argv = [arg for arg in argv if arg != DRY_RUN_FLAG]
+    argv = checked_arguments(argv)
+    if any(arg in HELP_FLAGS for arg in argv):
+        help_text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(help_text):
+                plan_sweep(argv)
+        except SystemExit as done:  # Hydra exits once the help is printed
+            if done.code:
+                raise
+        print(without_schema_names(help_text.getvalue()), end="")
+        return 0
     plan = plan_sweep(argv)
     if not plan.points:
-        return 0  # --cfg, --help, --info: Hydra has printed what was asked
+        return 0  # --cfg, --info: Hydra has printed what was asked (an empty sweep is refused by the sweeper)
     sweep_dir = check_new_sweep_dir(plan)
     specs: List[JobSpec] = [p.spec for p in plan.points]
     kind = cluster_kind(specs)
     problems = config_problems([p.config for p in plan.points])
     if kind == ClusterKind.slurm:
         problems += slurm_preflight(specs)
+    else:
+        problems += local_problems([p.config for p in plan.points])
+    if not dry_run and any(p.config.cluster.assume_gpus is not None for p in plan.points):
+        problems.append("cluster.assume_gpus is for --dry-run only (planning a sweep for another machine); "
+                        "drop it to run here")
     if problems:
         raise LaunchError("\n".join(problems))  # one line per problem, nothing written or queued
     manifest = new_manifest(plan, argv)

@@ -2,19 +2,88 @@
 
 At most cluster.max_parallel points run at a time (1 by default, so the timings of one point are not
 disturbed by another); the launch waits until all have run. (The SLURM counterpart: launcher/slurm.py.)
+
+Interrupts. A Ctrl-C (SIGINT to the terminal's whole process group), a SIGTERM or a SIGHUP stops the sweep:
+no further point starts, each running point's job is told to stop (SIGTERM to its submitit controller, which
+passes it on to the point job; launcher/point_job.py then stops torchrun and records the point as
+interrupted), the launcher waits for them a bounded time, and raises SweepInterrupted (one line, exit
+128+signal: 130 for Ctrl-C). A point is never read as "failed, start the next one" because of a signal.
+submitit's controller would turn a Ctrl-C into "kill my task after 1 s", before the point job could record
+anything, so it is started with SIGINT and SIGHUP blocked: only the point job itself reacts to them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import submitit
 
-from contract.sweep_layout import JOBS_DIR
+from contract.jsonio import read_json, utc_now, write_json_atomic
+from contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
 from launcher.jobspec import JobSpec, ResourceShape, group_by_shape
-from launcher.point_job import PointJob
+from launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
+
+# How long a stopped launch waits for its running points to wind down: torchrun gives its workers 30 s
+# between SIGTERM and SIGKILL, plus time to start up and write state.json. A second Ctrl-C stops waiting.
+WIND_DOWN_S = 45.0
+RESEND_S = 1.0  # a point job that had not yet installed its handlers when told to stop is told again
+
+
+class SweepInterrupted(Exception):
+    """The launch was stopped by a signal; the message is one line."""
+
+    def __init__(self, signum: int, sweep_dir: Path, unfinished: List[int]):
+        self.exit_code = 128 + signum
+        points = ", ".join(map(str, unfinished)) or "none"
+        super().__init__(f"interrupted by {signal.Signals(signum).name}; unfinished point(s): {points}; "
+                         f"finish the sweep with `hpml resume {sweep_dir}`")
+
+
+class StopFlag:
+    """Turns the stop signals into a flag the polling loop reads (no KeyboardInterrupt mid-bookkeeping)."""
+
+    def __init__(self) -> None:
+        self.signals: List[int] = []
+        self.event = threading.Event()
+
+    @property
+    def signum(self) -> Optional[int]:
+        return self.signals[0] if self.signals else None
+
+    def __call__(self, signum: int, frame: object = None) -> None:
+        self.signals.append(signum)
+        self.event.set()
+
+    def sleep(self, seconds: float) -> None:
+        self.event.wait(seconds)
+        self.event.clear()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator["StopFlag"]:
+        previous = {sig: signal.signal(sig, self) for sig in STOP_SIGNALS}
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def terminal_signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGHUP stay pending while a controller is started: the new process inherits the mask (so
+    the controller never reacts to a Ctrl-C), and this process gets the signal once the mask is lifted."""
+    blocked = {signal.SIGINT, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def local_executor(folder: Path, shape: ResourceShape) -> submitit.LocalExecutor:
@@ -29,6 +98,7 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
     """Runs the points on this machine, max_parallel at a time, in point order; returns when all are done.
 
     on_submit(spec, job_id, array) records each submission; on_tick() is called once per poll (progress).
+    Raises SweepInterrupted after a stop signal, once the running points have wound down.
     """
     array_of = {spec.point: array for array, (_, group) in enumerate(group_by_shape(specs)) for spec in group}
     queue = sorted(specs, key=lambda spec: spec.point)
@@ -38,15 +108,52 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
                              f"resources.nodes={spec.shape.nodes} needs cluster=slurm")
     cap = max_parallel or len(queue)
     jobs: Dict[int, submitit.Job] = {}
-    while True:
-        running = sum(not job.done() for job in jobs.values())
-        while queue and running < cap:
-            spec = queue.pop(0)
-            job = local_executor(sweep_dir / JOBS_DIR, spec.shape).submit(PointJob(spec))
-            jobs[spec.point] = job
-            on_submit(spec, job.job_id, array_of[spec.point])
-            running += 1
+    with StopFlag().installed() as stop:
+        while stop.signum is None:
+            running = sum(not job.done() for job in jobs.values())
+            while queue and running < cap and stop.signum is None:
+                spec = queue.pop(0)
+                with terminal_signals_blocked():
+                    job = local_executor(sweep_dir / JOBS_DIR, spec.shape).submit(PointJob(spec))
+                jobs[spec.point] = job
+                on_submit(spec, job.job_id, array_of[spec.point])
+                running += 1
+            on_tick()
+            if not queue and running == 0:
+                return jobs
+            stop.sleep(poll_s)
+        wind_down(sweep_dir, jobs, stop)
         on_tick()
-        if not queue and running == 0:
-            return jobs
-        time.sleep(poll_s)
+    unfinished = [spec.point for spec in specs if spec.point not in jobs or not finished(sweep_dir, spec.point)]
+    raise SweepInterrupted(stop.signum, sweep_dir, unfinished)
+
+
+def wind_down(sweep_dir: Path, jobs: Dict[int, submitit.Job], stop: StopFlag) -> None:
+    """Tells every running point to stop and waits for them, at most WIND_DOWN_S or until a second signal."""
+    deadline = time.monotonic() + WIND_DOWN_S
+    while time.monotonic() < deadline and len(stop.signals) < 2:
+        running = [job for job in jobs.values() if not job.done()]
+        if not running:
+            break
+        for job in running:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                os.kill(int(job.job_id), signal.SIGTERM)  # the controller (its pid is the job id) passes it on
+        stop.sleep(RESEND_S)
+    for point, job in jobs.items():
+        if job.done():
+            settle_state(sweep_dir, point, stop.signum)
+
+
+def finished(sweep_dir: Path, point: int) -> bool:
+    state = read_json(point_dir(sweep_dir, point) / STATE_FILE, 1 << 20) or {}
+    return isinstance(state, dict) and state.get("state") == "completed"
+
+
+def settle_state(sweep_dir: Path, point: int, signum: int) -> None:
+    """A point whose job ended while its state.json still says running was stopped before it could say so
+    (its point job was killed, or had not started torchrun): record it as interrupted, so resume reruns it."""
+    path = point_dir(sweep_dir, point) / STATE_FILE
+    state = read_json(path, 1 << 20)
+    if isinstance(state, dict) and state.get("state") == "running":
+        write_json_atomic(path, {**state, "state": INTERRUPTED, "reason": interrupted_reason(signum),
+                                 "ended_at": utc_now()})

@@ -1,40 +1,43 @@
 """What runs on the allocation: one task per node, each starting torchrun for the sweep point.
 
-The node-0 task keeps the point's state.json (running, then completed or failed with the reason). A failed
-point raises, so the scheduler records the job as FAILED rather than COMPLETED (cf. hydra#1928).
+The node-0 task keeps the point's state.json: running (with the host and pid of this task, so that status can
+tell a point whose task is gone), then completed, failed with the root cause in one line, or interrupted.
+
+torchrun runs in a session of its own, so a Ctrl-C in the terminal reaches this task and not torchrun: this
+task alone decides to stop it (SIGTERM, once; torchrun stops its workers) and records the point as
+interrupted rather than failed. torchrun dies with this task (PR_SET_PDEATHSIG), so a SIGKILL of the
+launcher's process group leaves no torchrun behind, and torchrun's workers die with torchrun (worker.py).
+A failed point raises, so the scheduler records the job as FAILED rather than COMPLETED (cf. hydra#1928).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from contract.jsonio import read_json, utc_now, write_json_atomic
 from contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
+from launcher.failure_reason import failure_reason, one_line, signal_name
 from launcher.jobspec import JobSpec
-from launcher.torchrun import Rendezvous, slurm_rendezvous, torchrun_command
+from launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command
 
-STDERR_TAIL_LINES = 20
+# Ctrl-C (SIGINT), a kill or scancel (SIGTERM), a closed terminal (SIGHUP): stop the point, record why.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+INTERRUPTED = "interrupted"  # the state word launcher/status.py counts as finished and resume reruns
 
 
 class PointFailed(RuntimeError):
     """The point's workers failed; the message is the reason shown by `hpml status`."""
 
 
-def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace").rstrip().splitlines()
-    except OSError:
-        return "(no stderr)"
-    return "\n".join(text[-lines:])
-
-
 def job_identity() -> dict:
     """Scheduler facts about this task (submitit's view, plus SLURM's own variables when present)."""
-    info = {"host": socket.gethostname()}
+    info = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
         import submitit
 
@@ -46,6 +49,42 @@ def job_identity() -> dict:
         if key in os.environ:
             info[key.lower()] = os.environ[key]
     return info
+
+
+def interrupted_reason(signum: int) -> str:
+    return f"interrupted by {signal_name(signum)}; `hpml resume` reruns it"
+
+
+class StopRequest:
+    """Records the first stop signal and passes it on to torchrun as SIGTERM, once: a second Ctrl-C must not
+    cut short torchrun's own shutdown of its workers."""
+
+    def __init__(self) -> None:
+        self.signum: Optional[int] = None
+        self.child: Optional[subprocess.Popen] = None
+
+    def __call__(self, signum: int, frame: object = None) -> None:
+        if self.signum is None:
+            self.signum = signum
+            self.stop_child()
+
+    def stop_child(self) -> None:
+        if self.child is not None and self.child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.child.send_signal(signal.SIGTERM)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator["StopRequest"]:
+        previous = {sig: signal.signal(sig, self) for sig in STOP_SIGNALS}
+        # The local runner starts this job with SIGINT and SIGHUP blocked (launcher/local_runner.py), so that
+        # submitit's controller ignores them; this job is the one that must react, and torchrun inherits the mask.
+        mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        try:
+            yield self
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 class PointJob:
@@ -86,7 +125,7 @@ class PointJob:
         except Exception as error:  # the job itself broke (not the workload): record why, then fail
             if job_identity()["node"] == 0:
                 write_json_atomic(Path(self.spec.point_dir) / STATE_FILE, {
-                    "state": "failed", "reason": f"{type(error).__name__}: {error}", "ended_at": utc_now(),
+                    "state": "failed", "reason": one_line(f"{type(error).__name__}: {error}"), "ended_at": utc_now(),
                     **job_identity()})
             raise
 
@@ -97,23 +136,44 @@ class PointJob:
         logs = point_dir / LOGS_DIR
         logs.mkdir(parents=True, exist_ok=True)
         state_path = point_dir / STATE_FILE
+        started_at = utc_now()
         if node == 0:
-            write_json_atomic(state_path, {"state": "running", "started_at": utc_now(), **ident})
+            write_json_atomic(state_path, {"state": "running", "started_at": started_at, **ident})
         out_path, err_path = logs / f"torchrun.node{node}.out", logs / f"torchrun.node{node}.err"
+        error_file = logs / f"torchrun_error.node{node}.json"
+        error_file.unlink(missing_ok=True)  # torchrun refuses to overwrite an earlier attempt's file
+        with StopRequest().installed() as stop:
+            returncode = self.run_torchrun(out_path, err_path, error_file, stop)
+        result = read_json(point_dir / RESULT_FILE)
+        result = result if isinstance(result, dict) else {}  # absent or damaged: not a result
+        ok = returncode == 0 and result.get("status") == "ok" and stop.signum is None
+        if stop.signum is not None:
+            state, reason = INTERRUPTED, interrupted_reason(stop.signum)
+        elif ok:
+            state, reason = "completed", None
+        else:
+            state = result.get("status") if result.get("status") in ("failed", "oom", "timeout") else "failed"
+            reason = failure_reason(returncode, result.get("reason"), error_file, err_path)
+        if node == 0:
+            write_json_atomic(state_path, {
+                "state": state, "reason": reason, "returncode": returncode,
+                "started_at": started_at, "ended_at": utc_now(), **ident})
+        if not ok:
+            raise PointFailed(f"point {self.spec.point} {state}: {reason}")
+        return str(point_dir / RESULT_FILE)
+
+    def run_torchrun(self, out_path: Path, err_path: Path, error_file: Path, stop: StopRequest) -> int:
+        """torchrun's exit status (-N: killed by signal N); 130 when a stop signal came before it started."""
         command = torchrun_command(self.spec, self.rendezvous())
+        env = self.environment()
+        env["TORCHELASTIC_ERROR_FILE"] = str(error_file)  # the first failed worker's exception, as JSON
         with open(out_path, "a") as out, open(err_path, "a") as err:  # append: a requeued job adds to it
             out.write(f"$ {' '.join(command)}\n")
             out.flush()
-            returncode = subprocess.run(command, stdout=out, stderr=err, env=self.environment()).returncode
-        result = read_json(point_dir / RESULT_FILE) or {}
-        ok = returncode == 0 and result.get("status") == "ok"
-        if node == 0:
-            reason = None if ok else (result.get("reason") or stderr_tail(err_path))
-            write_json_atomic(state_path, {
-                "state": "completed" if ok else (result.get("status") or "failed"),
-                "reason": reason, "returncode": returncode,
-                "started_at": (read_json(state_path) or {}).get("started_at"), "ended_at": utc_now(), **ident})
-        if not ok:
-            raise PointFailed(f"point {self.spec.point} failed (torchrun exit {returncode}): "
-                              f"{result.get('reason') or stderr_tail(err_path, 5)}")
-        return str(point_dir / RESULT_FILE)
+            if stop.signum is not None:
+                return 128 + stop.signum
+            stop.child = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True,
+                                          preexec_fn=die_with_parent(signal.SIGTERM))
+            if stop.signum is not None:  # the signal came while torchrun was being started
+                stop.stop_child()
+            return stop.child.wait()

@@ -1,8 +1,11 @@
 """Each point's state: the sweep's own files first (result.json, state.json), then the scheduler's view.
 
-A point whose result is ok is completed, whatever the scheduler says. Otherwise a finished state from
-the scheduler (failed, timeout, cancelled, out of memory, node fail) or from the job's own state.json
-wins; a job the scheduler no longer knows and that left no file is "lost" (resume reruns it).
+A point is completed only when its result.json is a valid result (analysis.schema's envelope) whose status is
+ok: a missing, truncated or damaged result, or one of the wrong shape, never counts as done, so `hpml resume`
+reruns the point. Otherwise a finished state from the scheduler (failed, timeout, cancelled, out of memory,
+node fail) or from the job's own state.json wins; a job the scheduler no longer knows and that left no file
+is "lost", and a point whose state.json says running while the process that runs it is gone is
+"interrupted" (resume reruns both). A damaged state.json proves nothing; each damaged file is one line.
 
 `hpml status DIR` prints them (status_command); launch, resume and the progress line share current_states.
 """
@@ -11,19 +14,27 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
+from analysis.schema import validate_result
 from conf.schema import ClusterKind
-from contract.jsonio import read_json
+from contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
 from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir
 from launcher.manifest import read_manifest
-from launcher.scheduler_state import scheduler_states
+from launcher.scheduler_state import process_alive, runner_alive, scheduler_states
 
 # A point is finished when its state is one of these; resume reruns the ones not "completed".
-FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail", "lost")
+FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail", "lost",
+            "interrupted")
+# What a state.json may say: a finished state, or one that proves nothing final yet.
+KNOWN_STATES = FINISHED + ("running", "requeued", "pending")
+
+RUNNER_GONE = "its state.json says running, but the process that ran it is gone (interrupted or killed)"
+SCHEDULER_FORGOT = "the scheduler no longer knows this job and it left no result"
 
 
 @dataclass
@@ -33,41 +44,148 @@ class PointState:
     reason: Optional[str]
     job_id: Optional[str]
     overrides: List[str]
+    problems: List[str] = field(default_factory=list)  # damaged files of the point, one line each
 
 
-def state_from_files(folder: Path) -> tuple[str, Optional[str]] | None:
-    """The state the point's own files prove, or None if they prove nothing yet.
+@dataclass
+class PointFiles:
+    """What a point's own files prove. state/reason: None when they prove nothing yet. runner: the
+    state.json's record of the process that runs the point, {"host", "pid", "started_at"}, when it says so."""
 
-    The job's state.json has the last word: a result is written before the job ends, so a point is only
-    completed once its job says so (or when it left a result and no job record at all)."""
-    state = read_json(folder / STATE_FILE)
-    if state is not None and state.get("state") in FINISHED + ("running",):
-        return state["state"], state.get("reason")
-    result = read_json(folder / RESULT_FILE)
-    if result is not None:
-        return ("completed", None) if result.get("status") == "ok" else \
-            (result.get("status", "failed"), result.get("reason"))
-    return None
+    state: Optional[str] = None
+    reason: Optional[str] = None
+    runner: Dict = field(default_factory=dict)
+    problems: List[str] = field(default_factory=list)
+
+    @property
+    def proven(self) -> Optional[Tuple[str, Optional[str]]]:
+        return (self.state, self.reason) if self.state else None
+
+
+def read_state(folder: Path, problems: List[str]) -> Dict:
+    """state.json as an object whose "state" is a known word, or {} (absent or damaged: one line in problems)."""
+    try:
+        state = load_json(folder / STATE_FILE, STATE_LIMIT)
+    except FileNotFoundError:
+        return {}
+    except DamagedFile as error:
+        problems.append(f"{STATE_FILE}: {error}")
+        return {}
+    if not isinstance(state, dict):
+        problems.append(f"{STATE_FILE}: the document is {type_name(state)}, expected an object")
+        return {}
+    if state.get("state") not in KNOWN_STATES:
+        word = state.get("state")
+        problems.append(f"{STATE_FILE}: state is {word!r:.40}, expected one of {', '.join(KNOWN_STATES)}"
+                        if isinstance(word, str) else f"{STATE_FILE}: state is {type_name(word)}, expected a word")
+        return {}
+    if state.get("reason") is not None and not isinstance(state["reason"], str):
+        problems.append(f"{STATE_FILE}: reason is {type_name(state['reason'])}, expected a string")
+        state = {**state, "reason": None}
+    return state
+
+
+# What read_result found in each result.json, by (path, inode, size, mtime): the progress printer asks every
+# few seconds for the whole sweep, and a result is read and checked once, not once per tick.
+_RESULT_SEEN: Dict[tuple, Tuple[Optional[str], Optional[str], Optional[str]]] = {}
+
+
+def read_result(folder: Path) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    """(status, reason, None) of a valid result.json, (None, None, why) of a damaged one, all None when absent.
+    Valid: the envelope every result shares (analysis.schema), as `hpml report` needs it."""
+    path = folder / RESULT_FILE
+    try:
+        seen = os.stat(path)
+        key = (str(path), seen.st_ino, seen.st_size, seen.st_mtime_ns) if stat.S_ISREG(seen.st_mode) else None
+    except (OSError, ValueError):
+        key = None
+    if key in _RESULT_SEEN:
+        return _RESULT_SEEN[key]
+    try:
+        result = load_json(path, RESULT_LIMIT)
+        errors = validate_result(result)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        found = (None, None, f"{RESULT_FILE}: not a valid result: {errors[0]}{more}") if errors else \
+            (result["status"], result["reason"], None)
+    except FileNotFoundError:
+        return None, None, None
+    except DamagedFile as error:
+        found = None, None, f"{RESULT_FILE}: {error}"
+    if key is not None:
+        _RESULT_SEEN[key] = found
+    return found
+
+
+def read_point_files(folder: Path) -> PointFiles:
+    """The state a point's files prove. The job's state.json has the last word on a failure; a result is
+    written before the job ends, so "running" stays running; but completed needs a valid ok result too."""
+    files = PointFiles()
+    state = read_state(folder, files.problems)
+    word = state.get("state")
+    if word == "running":
+        files.state = "running"
+        files.runner = {k: state[k] for k in ("host", "pid", "started_at") if k in state}
+        return files
+    if word in FINISHED and word != "completed":
+        files.state, files.reason = word, state.get("reason")
+        return files
+    status, reason, damaged = read_result(folder)
+    if damaged:
+        files.problems.append(damaged)
+        files.state, files.reason = "failed", damaged
+    elif status is not None:
+        files.state, files.reason = ("completed", None) if status == "ok" else (status, reason)
+    elif word == "completed":
+        files.state, files.reason = "failed", f"its state.json says completed, but it has no {RESULT_FILE}"
+    return files
+
+
+def state_from_files(folder: Path) -> Optional[Tuple[str, Optional[str]]]:
+    """(state, reason) that the point's own files prove, or None if they prove nothing yet."""
+    return read_point_files(folder).proven
+
+
+LOG_TAIL_BYTES = 64 * 1024
 
 
 def job_log_tail(sweep_dir: Path, job_id: str, lines: int = 5) -> Optional[str]:
-    """The end of submitit's stderr for a job that died before it could write its own state."""
+    """The end of submitit's stderr for a job that died before it could write its own state (its last 64 KiB
+    at most, and only from a regular file: a log replaced by a FIFO or a link to /dev/zero is skipped)."""
     log = Path(sweep_dir) / JOBS_DIR / job_id / f"{job_id}_0_log.err"
     try:
-        text = log.read_text(errors="replace").strip().splitlines()
+        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.lseek(fd, max(0, size - LOG_TAIL_BYTES), os.SEEK_SET)
+        text = os.read(fd, LOG_TAIL_BYTES).decode(errors="replace").strip().splitlines()
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return "\n".join(text[-lines:]) or None
 
 
 def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job: bool,
-            scheduler_answered: bool) -> tuple[str, Optional[str]]:
-    """One point's state from what its files prove and what the scheduler reports (pure)."""
+            scheduler_answered: bool, runner_alive: Optional[bool] = None) -> tuple[str, Optional[str]]:
+    """One point's state from what its files prove, what the scheduler reports and whether the process that
+    runs it lives (None: cannot tell) (pure). "running" from a file counts only while its runner may live."""
     if files is not None and files[0] == "completed":
         return files
     sched = scheduler["state"] if scheduler else None
     if sched in FINISHED and sched != "completed":
         return sched, files[1] if files else None
+    if files is not None and files[0] == "running":
+        if runner_alive is not None:
+            return ("running", None) if runner_alive else ("interrupted", RUNNER_GONE)
+        if sched == "completed":
+            return "failed", "the job ended, but its state.json still says running"
+        if sched is None and scheduler_answered and has_job:
+            return "lost", "its state.json says running, but the scheduler no longer knows its job"
+        return files
     if files is not None:
         return files
     if sched == "completed":  # SLURM says done, yet no result: the job cannot have run the workload
@@ -75,24 +193,29 @@ def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job
     if sched is not None:
         return sched, None
     if has_job:
-        return ("lost", "the scheduler no longer knows this job and it left no result") \
-            if scheduler_answered else ("pending", None)
+        return ("lost", SCHEDULER_FORGOT) if scheduler_answered else ("pending", None)
     return "not_submitted", None
 
 
-def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]] = None) -> List[PointState]:
-    """scheduler: {job id: {"state": ...}} from scheduler_state, or None to judge by the files alone."""
-    manifest = read_manifest(sweep_dir)
+def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]] = None,
+                 manifest: Optional[Dict] = None) -> List[PointState]:
+    """scheduler: {job id: {"state": ...}} from scheduler_state, or None to judge by the files alone.
+    A running point's runner is looked up in its state.json (host, pid), then, for a local sweep, in the
+    manifest's launcher: local jobs live as long as the `hpml launch` that runs them."""
+    manifest = manifest or read_manifest(sweep_dir)
+    local = manifest.get("cluster") != ClusterKind.slurm.value
+    launcher = [manifest.get("launcher") or {}] if local else []
     states = []
     for entry in manifest["points"]:
         job_id = entry.get("job_id")
         record = (scheduler or {}).get(job_id) if job_id else None
-        state, reason = combine(state_from_files(point_dir(sweep_dir, entry["point"])), record,
-                                bool(job_id), scheduler is not None)
+        files = read_point_files(point_dir(sweep_dir, entry["point"]))
+        alive = runner_alive([files.runner] + launcher) if files.state == "running" else None
+        state, reason = combine(files.proven, record, bool(job_id), scheduler is not None, alive)
         if state in FINISHED and state != "completed" and not reason and job_id:
             reason = job_log_tail(sweep_dir, job_id)
         states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,
-                                 overrides=entry["overrides"]))
+                                 overrides=entry.get("overrides", []), problems=files.problems))
     return states
 
 
@@ -100,30 +223,19 @@ def current_states(sweep_dir: Path) -> List[PointState]:
     """Point states, asking the scheduler (once, batched) when the sweep ran on SLURM."""
     manifest = read_manifest(sweep_dir)
     if manifest.get("cluster") != ClusterKind.slurm.value:
-        return point_states(sweep_dir, local_jobs(manifest))
+        return point_states(sweep_dir, local_jobs(manifest), manifest)
     jobs, source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
-    return point_states(sweep_dir, jobs if source != "none" else None)
+    return point_states(sweep_dir, jobs if source != "none" else None, manifest)
 
 
 def local_jobs(manifest: Dict) -> Optional[Dict[str, Dict[str, str]]]:
     """Local jobs live as long as the `hpml launch` that runs them: once it is gone, a point that never
-    finished is lost (resume reruns it). None while the launch still runs (judge by the files)."""
+    finished is lost (resume reruns it). None while the launch still runs, or on another host (judge by the
+    files)."""
     launcher = manifest.get("launcher") or {}
     if launcher.get("host") != socket.gethostname() or process_alive(launcher.get("pid")):
         return None
     return {}
-
-
-def process_alive(pid: Optional[int]) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by another user
-        return True
-    return True
 
 
 def summary_counts(states: List[PointState]) -> Dict[str, int]:
@@ -146,6 +258,9 @@ def status_table(states: List[PointState]) -> str:
         if s.reason and s.state != "completed":
             last = s.reason.strip().splitlines()[-1] if s.reason.strip() else s.reason
             lines.append(f"{'':<6} reason: {last}")
+        for problem in s.problems:
+            if problem != s.reason:
+                lines.append(f"{'':<6} damaged: {problem}")
     return "\n".join(lines)
 
 
@@ -153,6 +268,6 @@ def status_command(sweep_dir: Path) -> int:
     """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed)."""
     manifest = read_manifest(sweep_dir)
     states = current_states(sweep_dir)
-    print(progress_line(manifest["sweep"], states))
+    print(progress_line(manifest.get("sweep", Path(sweep_dir).name), states))
     print(status_table(states))
     return 0

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Dict, List, Sequence
 
 from conf.schema import ClusterKind, HpmlConfig
 from launcher import slurm
 from launcher.jobspec import JobSpec
-from launcher.local_runner import run_local
+from launcher.local_runner import SweepInterrupted, run_local
 from launcher.manifest import write_manifest
 from launcher.progress import ProgressPrinter, wait_for_sweep
 from launcher.status import current_states, status_table
@@ -35,14 +36,23 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
             manifest["points"][spec.point]["job_id"] = job_id
             write_manifest(sweep_dir, manifest)
 
-        run_local(sweep_dir, specs, settings.cluster.max_parallel, settings.cluster.poll_s,
-                  on_submit=record, on_tick=ProgressPrinter(sweep_dir, name))
+        try:
+            run_local(sweep_dir, specs, settings.cluster.max_parallel, settings.cluster.poll_s,
+                      on_submit=record, on_tick=ProgressPrinter(sweep_dir, name))
+        except SweepInterrupted as stopped:  # not an error of hpml's: one line, and the way on
+            print(f"hpml: {stopped}", file=sys.stderr)
+            return stopped.exit_code
     else:
         submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel)
         if not settings.sweep.wait:
             print(f"hpml: submitted; follow with `hpml status {sweep_dir}`")
             return 0
-        wait_for_sweep(sweep_dir, name, settings.cluster.poll_s)
+        try:
+            wait_for_sweep(sweep_dir, name, settings.cluster.poll_s)
+        except KeyboardInterrupt:  # Ctrl-C stops the waiting only: the jobs are SLURM's, and keep running
+            print(f"hpml: stopped waiting; the jobs keep running: follow with `hpml status {sweep_dir}`, "
+                  f"rerun what did not finish with `hpml resume {sweep_dir}`", file=sys.stderr)
+            return 130
     states = current_states(sweep_dir)
     print(status_table(states))
     print(f"hpml: report with `hpml report {sweep_dir}`")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional
 
 from launcher.jobspec import JobSpec
 
@@ -66,3 +69,25 @@ def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: st
         cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{rendezvous.host}:{rendezvous.port}",
                 "--rdzv_id", rendezvous.run_id]
     return cmd + ["-m", f"workloads.{spec.workload}", "--config", spec.config_path]
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(death_signal: int = signal.SIGTERM) -> Callable[[], None]:
+    """A preexec_fn for the torchrun child: Linux sends it death_signal when the process that started it (the
+    point job) dies, even by SIGKILL, so torchrun never outlives it. SIGTERM, not SIGKILL: torchrun then stops
+    its workers itself (SIGTERM, and SIGKILL 30 s later). Elsewhere than Linux it does nothing."""
+    parent = os.getpid()
+    try:  # looked up here, in the parent: the child runs between fork and exec, where loading could deadlock
+        prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+    except (OSError, AttributeError):
+        prctl = None
+
+    def arm() -> None:
+        if prctl is None or prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0) != 0:
+            return
+        if os.getppid() != parent:  # the parent died before the prctl: the signal will never come
+            os.kill(os.getpid(), death_signal)
+
+    return arm

@@ -43,7 +43,7 @@ def test_bad_files_are_problems_and_good_ones_load(tmp_path):
     assert loaded.rows[0]["path"] == str(tmp_path / "points" / "0" / "result.json")
     assert loaded.files_found == 5
     problems = problems_by_point(loaded)
-    assert problems["2"].startswith("corrupt JSON")
+    assert problems["2"] == "truncated JSON: Expecting value (line 1, column 35)"
     assert problems["3"].startswith("schema_version 2 is not supported")
     assert problems["4"] == "measurements.epoch_time_s: missing"
 

@@ -14,10 +14,13 @@ import pytest
 
 from launcher.manifest import read_manifest
 from launcher.progress import ProgressPrinter
-from launcher.status import (PointState, combine, job_log_tail, local_jobs, point_states, process_alive,
-                             progress_line, state_from_files, status_table, summary_counts)
+from launcher.status import (RUNNER_GONE, PointState, combine, job_log_tail, local_jobs, point_states,
+                             process_alive, progress_line, state_from_files, status_table, summary_counts)
+from tests.factories import envelope
 
 LOST = "the scheduler no longer knows this job and it left no result"
+OK = envelope({"name": "synthetic"}, point=0)
+OOM = envelope({"name": "synthetic"}, point=0, status="oom", reason="CUDA out of memory")
 
 
 @pytest.mark.parametrize("files, scheduler, has_job, answered, expected", [
@@ -45,6 +48,22 @@ def test_files_and_scheduler_combine(files, scheduler, has_job, answered, expect
     assert combine(files, scheduler, has_job, answered) == expected
 
 
+@pytest.mark.parametrize("files, scheduler, has_job, answered, alive, expected", [
+    (("running", None), None, True, False, False, ("interrupted", RUNNER_GONE)),
+    (("running", None), None, True, True, True, ("running", None)),
+    (("running", None), {"state": "running"}, True, True, None, ("running", None)),
+    (("running", None), {"state": "pending"}, True, True, None, ("running", None)),
+    (("running", None), {"state": "completed"}, True, True, None,
+     ("failed", "the job ended, but its state.json still says running")),
+    (("running", None), None, True, True, None,
+     ("lost", "its state.json says running, but the scheduler no longer knows its job")),
+])
+def test_running_counts_only_while_its_runner_may_live(files, scheduler, has_job, answered, alive, expected):
+    """alive: whether the process that runs the point lives, None where this host cannot tell (then the
+    scheduler decides, and an unanswered scheduler keeps the point running)."""
+    assert combine(files, scheduler, has_job, answered, alive) == expected
+
+
 def write(path: Path, document) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(document if isinstance(document, str) else json.dumps(document))
@@ -53,13 +72,22 @@ def write(path: Path, document) -> None:
 @pytest.mark.parametrize("state, result, expected", [
     (None, None, None),
     ({"state": "running"}, None, ("running", None)),
-    ({"state": "failed", "reason": "exit 1"}, {"status": "ok"}, ("failed", "exit 1")),  # the job's word is last
-    ({"state": "running"}, {"status": "ok"}, ("running", None)),  # a result is written before the job ends
+    ({"state": "failed", "reason": "exit 1"}, OK, ("failed", "exit 1")),  # the job's word is last
+    ({"state": "running"}, OK, ("running", None)),  # a result is written before the job ends
     ({"state": "requeued"}, None, None),  # neither finished nor running: proves nothing yet
-    (None, {"status": "ok"}, ("completed", None)),
-    (None, {"status": "oom", "reason": "CUDA out of memory"}, ("oom", "CUDA out of memory")),
-    (None, {}, ("failed", None)),
-    ('{"state": "compl', {"status": "ok"}, ("completed", None)),  # a torn state.json is ignored
+    (None, OK, ("completed", None)),
+    ({"state": "completed"}, OK, ("completed", None)),
+    (None, OOM, ("oom", "CUDA out of memory")),
+    ('{"state": "compl', OK, ("completed", None)),  # a torn state.json is ignored
+    # completed needs a valid ok result: never a missing, torn or wrongly shaped one
+    ({"state": "completed"}, None, ("failed", "its state.json says completed, but it has no result.json")),
+    ({"state": "completed"}, '{"schema_version": 1, "ide',
+     ("failed", "result.json: truncated JSON: Unterminated string starting at (line 1, column 23)")),
+    (None, {"status": "ok"}, ("failed", "result.json: not a valid result: schema_version: missing")),
+    (None, {**OK, "status": 1}, ("failed", "result.json: not a valid result: status: expected one of ok, "
+                                           "failed, oom, timeout, got 1")),
+    ({"state": "completed"}, [OK], ("failed", "result.json: not a valid result: the document is list, "
+                                              "not a JSON object")),
 ])
 def test_state_from_files(tmp_path, state, result, expected):
     if state is not None:
@@ -78,7 +106,7 @@ def make_sweep(root: Path, job_ids) -> Path:
 
 def test_point_states_of_a_sweep(tmp_path):
     sweep = make_sweep(tmp_path, ["5_0", "5_1", "5_2", "5_3", None])
-    write(sweep / "points/0/result.json", {"status": "ok"})
+    write(sweep / "points/0/result.json", OK)
     write(sweep / "points/0/state.json", {"state": "completed"})
     write(sweep / "points/1/state.json", {"state": "running"})
     write(sweep / "jobs/5_2/5_2_0_log.err", "".join(f"line {i}\n" for i in range(1, 9)))
@@ -147,3 +175,21 @@ def test_a_folder_without_a_manifest_is_one_line_for_the_user(tmp_path, hpml):
     done = hpml("status", str(tmp_path))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"hpml: error: {tmp_path} is not an hpml sweep directory (no readable manifest.json)\n"
+
+
+def test_an_exited_but_unreaped_process_is_not_alive():
+    """A SIGKILLed point job stays a zombie until it is reaped: status must not call its point running."""
+    import os
+    import subprocess
+    import time
+
+    from launcher.scheduler_state import is_zombie, process_alive
+
+    child = subprocess.Popen(["true"])
+    for _ in range(200):  # wait until it has exited (it stays a zombie: nobody has waited for it yet)
+        if is_zombie(child.pid):
+            break
+        time.sleep(0.01)
+    assert is_zombie(child.pid) and not process_alive(child.pid)
+    child.wait()
+    assert process_alive(os.getpid()) and not is_zombie(os.getpid())

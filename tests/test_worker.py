@@ -82,7 +82,17 @@ def test_an_interrupted_body_is_a_failure_not_an_empty_ok(point):
     with pytest.raises(KeyboardInterrupt):
         with worker.reporting({}):
             raise KeyboardInterrupt()
-    assert (result_of(directory)["status"], result_of(directory)["reason"]) == ("failed", "KeyboardInterrupt: ")
+    assert (result_of(directory)["status"], result_of(directory)["reason"]) == \
+        ("failed", "KeyboardInterrupt: interrupted (SIGINT)")
+
+
+def test_the_reason_of_a_failure_is_one_line_whatever_the_message(point):
+    directory, _ = point
+    worker = start_worker(argv(directory))
+    with pytest.raises(RuntimeError):
+        with worker.reporting({}):
+            raise RuntimeError("\n  CUDA error: no kernel image\nCUDA kernel errors might be reported later\n" + "x" * 900)
+    assert result_of(directory)["reason"] == "RuntimeError: CUDA error: no kernel image"
 
 
 def test_out_of_memory_records_the_first_line_and_the_oom_measurements(point):

@@ -20,6 +20,7 @@ from conf.workload_contract import Scaling, WorkloadConfig, check_strong_scaling
 # torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
 # reader both look for exactly these)
 CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
+CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
 
 
 class Dataset(str, Enum):
@@ -64,6 +65,7 @@ class TrainConfig(WorkloadConfig):
     weight_decay: float = MISSING
     loader_workers: int = MISSING  # DataLoader num_workers per training worker
     checkpoint: bool = MISSING  # save after every epoch; a requeued job resumes from the last one
+    keep_checkpoint: bool = MISSING  # false: a completed point's checkpoint is deleted (kept on failure)
     # --- batch size x GPU count study (docs/studies/batch-gpu-scaling.md) ---
     parallel: Parallel = MISSING
     dp_devices: int = MISSING  # parallel=dp: GPUs the one DataParallel process spans; must be 1 for ddp
@@ -131,6 +133,7 @@ class TrainConfig(WorkloadConfig):
                     "workload.scaling=strong", self.batch_size)
         if self.parallel == Parallel.dp:
             check_data_parallel(self, resources)
+        check_batch_fits_data(self, world)
 
     def preflight_problems(self) -> List[str]:
         return [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
@@ -148,6 +151,28 @@ def check_data_parallel(cfg: TrainConfig, resources: ResourcesConfig) -> None:
     else:
         require(cfg.dp_devices <= resources.gpus_per_node, "workload.dp_devices",
                 f"at most resources.gpus_per_node={resources.gpus_per_node}", cfg.dp_devices)
+
+
+def epoch_samples(cfg: TrainConfig) -> Optional[int]:
+    """Samples in one epoch where the config tells without reading the data (image_folder: unknown)."""
+    if cfg.dataset in (Dataset.synthetic, Dataset.synthetic_device):
+        return cfg.synthetic_samples
+    if cfg.dataset == Dataset.cifar10 or (cfg.dataset == Dataset.auto and cifar10_on_disk(cfg.data_root)):
+        return CIFAR10_TRAIN_SAMPLES
+    return cfg.synthetic_samples if cfg.dataset == Dataset.auto else None
+
+
+def check_batch_fits_data(cfg: TrainConfig, world: int) -> None:
+    """Every worker needs one full batch per epoch (the loader drops the last partial one), else the point
+    would start and fail with no step run."""
+    samples = epoch_samples(cfg)
+    if samples is None:
+        return
+    per_worker = cfg.batch_size * cfg.devices_per_worker if cfg.scaling == Scaling.weak else cfg.batch_size // world
+    require(per_worker * world <= samples, "workload.batch_size",
+            f"a batch that fits the data: {world} worker(s) x {per_worker} samples per step is more than the "
+            f"{samples} samples of an epoch (workload.dataset={cfg.dataset.value}); lower workload.batch_size "
+            "or raise workload.synthetic_samples", cfg.batch_size)
 
 
 def cifar10_on_disk(root: Optional[str]) -> bool:

@@ -81,6 +81,18 @@ def set_path(values: Dict[str, Any], key: str, value: Any) -> None:
     values[leaf] = value
 
 
+def refuse_empty_sweep(overrides: List[Override]) -> None:
+    """A sweep value without values (range(0), choice()) makes a launch of no points, which would
+    otherwise end silently as if it had succeeded."""
+    from conf.validation import ConfigValueError
+
+    for override in overrides:
+        if override.is_sweep_override() and not list(override.sweep_string_iterator()):
+            raise ConfigValueError(f"{override.input_line} is not allowed: a sweep needs at least one value "
+                                   f"(e.g. {override.key_or_group}=range(0,4))")
+    raise ConfigValueError("the sweep has no points: give each swept key at least one value")
+
+
 class HpmlSweeper(BasicSweeper):
     def setup(self, *, hydra_context, task_function, config: DictConfig) -> None:
         self.hydra_context, self.config = hydra_context, config  # no launcher: points are only planned
@@ -152,6 +164,8 @@ class HpmlSweeper(BasicSweeper):
         self._parsed: Dict[str, Override] = {}
         overrides = self._parser.parse_overrides(self._parse_config() + list(arguments))
         points = [p for batch in self.split_arguments(overrides, None) for p in batch]
+        if not points:
+            refuse_empty_sweep(overrides)
         sweep_dir = Path(str(self.config.hydra.sweep.dir)).resolve()
         plan = active_plan()
         for number, point_overrides in enumerate(points):

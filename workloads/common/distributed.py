@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import socket
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -11,6 +14,31 @@ import torch
 import torch.distributed as dist
 
 from workloads.common.point_config import WorkerSetup
+
+# Bound on any one collective (gloo) or on the NCCL watchdog, and on forming the group. It only matters when a
+# peer hangs or a remote node dies: a worker whose torchrun dies goes at once (die_with_torchrun), and torchrun
+# stops the other local workers within 30 s when one exits. It must exceed the longest stretch one rank may
+# work alone before the next collective (a CPU batch probe, building a large model, loading a data set), which
+# is minutes on a laptop: 10 minutes, after which a hung peer costs at most that much held GPU time.
+COLLECTIVE_TIMEOUT = timedelta(minutes=10)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_torchrun() -> None:
+    """Under torchrun (which starts each worker in a session of its own, out of reach of the terminal's
+    signals): ask Linux to SIGKILL this worker when torchrun dies, however it dies. Without it a worker whose
+    torchrun was killed sat for 18 minutes waiting for dead peers. SIGKILL: a worker blocked inside a
+    collective runs no Python handler. Elsewhere than Linux, or outside torchrun, it does nothing."""
+    if sys.platform != "linux" or "TORCHELASTIC_RUN_ID" not in os.environ:
+        return
+    parent = os.getppid()
+    try:
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # torchrun died between the two calls: the signal will never come
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -32,6 +60,7 @@ def init_distributed(setup: WorkerSetup) -> DistContext:
 
     A 1-worker run gets a process group too, so every code path is the same at every scale.
     """
+    die_with_torchrun()
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     if world_size != setup.world_size:
@@ -45,7 +74,7 @@ def init_distributed(setup: WorkerSetup) -> DistContext:
     else:
         dev = torch.device("cpu")
     chosen = setup.workload.backend_name(device_type)
-    dist.init_process_group(chosen, timeout=timedelta(minutes=10),
+    dist.init_process_group(chosen, timeout=COLLECTIVE_TIMEOUT,
                             device_id=dev if device_type == "cuda" else None)
     return DistContext(rank=rank, local_rank=local_rank, world_size=world_size, device=dev, backend=chosen)
 

@@ -7,6 +7,9 @@ import platform
 from typing import Dict, List, Mapping
 
 import torch
+import torch.distributed as dist
+
+from workloads.common.provenance import code_provenance, gpu_provenance
 
 # Only these variables are recorded: enough to reproduce a run, never the whole (secret-bearing) environment.
 # Every NCCL_* variable is recorded too (ENV_ALLOW_PREFIXES): NCCL's tuning knobs (NCCL_MIN_NCHANNELS,
@@ -42,6 +45,20 @@ def nccl_version() -> str | None:
         return None
 
 
+def writes_the_result() -> bool:
+    """Rank 0 (or a process outside a process group): the one that writes result.json."""
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def provenance() -> dict:
+    """The code's version and checkout, and rank 0's host's GPU driver and topology. Only the rank that
+    writes the result looks them up: 8 ranks each running git and nvidia-smi at start would only wait on
+    each other. The other ranks record null."""
+    if not writes_the_result():
+        return {"hpml": None, "gpu_driver": None, "gpu_topology": None, "gpu_info_error": None}
+    return {"hpml": code_provenance(), **gpu_provenance(torch.cuda.is_available())}
+
+
 def describe_environment(ranks: List[dict], world_size: int, backend: str, device: str) -> dict:
     """ranks: one host_identity() per rank, gathered from every worker."""
     return {
@@ -57,4 +74,5 @@ def describe_environment(ranks: List[dict], world_size: int, backend: str, devic
         "gpus": gpu_names(),
         "cpu_threads_per_worker": torch.get_num_threads(),
         "env": allowed_env(),
+        **provenance(),
     }

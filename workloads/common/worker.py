@@ -27,6 +27,19 @@ from workloads.common.point_config import parse_worker_args, read_point_config
 from workloads.common.result import build_result, write_result
 
 
+MAX_REASON_CHARS = 400
+
+
+def one_line_reason(error: BaseException) -> str:
+    """result.json's reason: "Type: first line of the message", at most MAX_REASON_CHARS; the traceback
+    stays in torchrun's stderr (points/<n>/logs/)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if isinstance(error, KeyboardInterrupt) and not lines:
+        lines = ["interrupted (SIGINT)"]
+    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3] + "..."
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     """CUDA's allocator raises torch.OutOfMemoryError; the CPU allocator a RuntimeError that says so."""
     return isinstance(error, torch.OutOfMemoryError) or (
@@ -66,11 +79,11 @@ class Worker:
         # catching Exception only would write status "ok" with empty measurements.
         except BaseException as error:
             if is_out_of_memory(error):  # the sweep goes on past a point that does not fit
-                status, reason = "oom", f"out of memory: {str(error).splitlines()[0]}"
+                status, reason = "oom", "out of memory: " + one_line_reason(error).split(": ", 1)[-1]
                 if oom_measurements is not None:
                     body["measurements"] = oom_measurements()
             else:
-                status, reason = "failed", f"{type(error).__name__}: {error}"
+                status, reason = "failed", one_line_reason(error)
             raise
         finally:
             if self.ctx.is_main:

@@ -100,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                           oom_measurements=lambda: {"batch_probe": extras.batch_probe, "dataset": kind.value}) as body:
         log = train(cfg, worker.seed, ctx, worker.point_dir, kind, extras)
         body.update(summarize(log, cfg, ctx.world_size, extras, kind, note))
+    # Reached only when result.json was written with status ok (reporting re-raises any failure): the
+    # point is complete and its checkpoint, kept for a requeue or resume, is no longer needed.
+    if ctx.is_main and not cfg.keep_checkpoint:
+        EpochCheckpoint(worker.point_dir / CHECKPOINT_FILE).remove()
 
 
 if __name__ == "__main__":

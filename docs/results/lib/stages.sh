@@ -73,7 +73,7 @@ stage() {
   local now=$(( $(date +%s) - START ))
   if [ "$DRY_RUN" = 1 ]; then
     echo "## stage $name (estimate ${est}s): hpml launch --dry-run $*" | tee -a "$LOG"
-    hpml launch --dry-run "$@" sweep.root="$ROOT" 2>&1 | tee -a "$LOG"
+    hpml launch --dry-run "$@" sweep.root="$ROOT" cluster.assume_gpus="$GPUS" 2>&1 | tee -a "$LOG"
     return
   fi
   if [ $(( now + est )) -gt "$BUDGET_S" ]; then

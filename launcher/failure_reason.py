@@ -1,0 +1,112 @@
+"""Why a point failed, as one line: the root cause, not torchrun's banner nor a traceback.
+
+The sources, most specific first:
+  1. a worker killed by a signal, from torchrun's failure report ("rank 1 killed by signal 9 (SIGKILL)"):
+     the other ranks' errors ("connection closed by peer") and the SIGTERM with which torchrun then stops
+     them are only its consequences;
+  2. the reason rank 0 wrote into result.json ("RuntimeError: ...", "out of memory: ...");
+  3. torchrun's error file (TORCHELASTIC_ERROR_FILE, set per point by point_job.py): the first failed
+     worker's exception, as the @record decorator of every workload's main wrote it, also when the worker
+     failed before it could write a result (a CUDA call on a machine without CUDA, a bad config);
+  4. a worker's exit code from the failure report, or torchrun's own (a signal that killed torchrun itself);
+  5. the last line of torchrun's stderr that is not a banner.
+The whole stderr stays in points/<n>/logs/; the reason only points at it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from contract.jsonio import STATE_LIMIT, load_json
+
+MAX_REASON_CHARS = 400  # one terminal line or two; the rest is in the logs
+TAIL_BYTES = 256 * 1024  # torchrun's failure report is at the end of its stderr
+
+# One entry of torchrun's failure report (torch/distributed/elastic/multiprocessing/errors/__init__.py):
+#   rank      : 1 (local_rank: 1)
+#   exitcode  : -9 (pid: 4242) SIGKILL
+FAILURE_ENTRY = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)", re.M)
+
+
+def one_line(text: object, limit: int = MAX_REASON_CHARS) -> str:
+    """The first non-empty line of text, shortened to limit characters."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
+def killed_by(number: int, who: str) -> str:
+    return f"{who} killed by signal {number} ({signal_name(number)})"
+
+
+def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def worker_failures(stderr: str) -> List[Tuple[int, int]]:
+    """(rank, exit code) of each failed worker in torchrun's last failure report, its root cause (first
+    observed failure) first; a negative code is a signal."""
+    report = stderr[stderr.rfind("Failures:"):] if "Failures:" in stderr else stderr
+    others, _, root = report.partition("Root Cause")
+    entries = FAILURE_ENTRY.findall(root) + FAILURE_ENTRY.findall(others)
+    return [(int(rank), int(code)) for rank, code in entries]
+
+
+def error_file_message(path: Path) -> Optional[str]:
+    """The exception that torchrun's error file records ({"message": {"message": "RuntimeError: ..."}})."""
+    try:
+        data = load_json(path, STATE_LIMIT)  # bounded: a damaged or huge file is no reason to hang
+    except (OSError, ValueError, RecursionError):
+        return None
+    message = data.get("message") if isinstance(data, dict) else None
+    if isinstance(message, dict):
+        message = message.get("message")
+    return one_line(message) if isinstance(message, str) and message.strip() else None
+
+
+def last_meaningful_line(stderr: str) -> Optional[str]:
+    """The last stderr line that says something: not a banner of '=' or '-', not a traceback frame."""
+    for line in reversed(stderr.splitlines()):
+        text = line.strip()
+        if not text or set(text) <= set("=-_*[]<> ") or text.startswith(("File \"", "^", "~")):
+            continue
+        return one_line(text)
+    return None
+
+
+def failure_reason(returncode: int, result_reason: Optional[str], error_file: Path, stderr_file: Path) -> str:
+    """The root cause of a failed point in one line (see the module docstring for the order)."""
+    stderr = read_tail(stderr_file)
+    failures = worker_failures(stderr)
+    # SIGTERM is how torchrun stops the other workers once one failed: a consequence, unless nothing else is
+    for rank, code in failures:
+        if code < 0 and -code != signal.SIGTERM:
+            return killed_by(-code, f"rank {rank}")
+    if result_reason:
+        return one_line(result_reason)
+    message = error_file_message(error_file)
+    if message:
+        return message
+    if failures:
+        rank, code = failures[0]
+        return killed_by(-code, f"rank {rank}") if code < 0 else \
+            f"rank {rank} exited with code {code}; see {stderr_file}"
+    if returncode < 0:
+        return killed_by(-returncode, "torchrun")
+    return last_meaningful_line(stderr) or f"torchrun exited with code {returncode} and no message"

@@ -1,0 +1,87 @@
+"""Issue 11, class 2: a failed point's reason is its root cause in one line, from real torchrun runs: a worker
+killed by a signal, a worker raising before it could write a result (torchrun's error file), and a worker of a
+real sweep killed with SIGKILL, as `hpml status` shows it; torchrun's whole report stays in the point's logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from launcher.failure_reason import failure_reason
+from tests.test_interrupts import hpml, start_launch, state, status_rows, sweep_of, wait_for, worker_pids
+
+WORKER = textwrap.dedent("""
+    import os, signal, time
+    from torch.distributed.elastic.multiprocessing.errors import record
+
+    @record
+    def main():
+        rank = int(os.environ["RANK"])
+        if "{mode}" == "raise" and rank == 0:
+            raise RuntimeError("Found no NVIDIA driver on your system.\\nPlease check that you have a GPU")
+        if "{mode}" == "kill" and rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(20)  # the other rank: torchrun stops it once its peer failed
+
+    main()
+""")
+
+
+def torchrun(tmp_path: Path, mode: str, workers: int):
+    """Runs the worker script under the real torchrun, as point_job.py does: stderr to a file, an error file."""
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER.replace("{mode}", mode))
+    err, error_file = tmp_path / "torchrun.err", tmp_path / "torchrun_error.json"
+    with open(err, "w") as stderr:
+        done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+                               str(workers), "--max_restarts", "0", str(script)], stderr=stderr,
+                              stdout=subprocess.DEVNULL, env={**os.environ, "TORCHELASTIC_ERROR_FILE": str(error_file)},
+                              timeout=120)
+    return done.returncode, error_file, err
+
+
+def test_a_worker_killed_by_a_signal_is_named_with_its_rank_and_signal(tmp_path):
+    returncode, error_file, err = torchrun(tmp_path, "kill", 2)
+    assert returncode != 0 and "=====" in err.read_text()  # torchrun's banner, which used to be the reason
+    assert failure_reason(returncode, None, error_file, err) == "rank 1 killed by signal 9 (SIGKILL)"
+
+
+def test_a_worker_raising_before_any_result_gives_its_exception_from_the_error_file(tmp_path):
+    returncode, error_file, err = torchrun(tmp_path, "raise", 1)
+    assert returncode != 0 and error_file.exists()
+    assert failure_reason(returncode, None, error_file, err) == \
+        "RuntimeError: Found no NVIDIA driver on your system."
+
+
+def test_without_a_report_the_reason_is_the_last_line_that_says_something(tmp_path):
+    err = tmp_path / "torchrun.err"
+    err.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad\n" + "=" * 40 + "\n")
+    assert failure_reason(1, None, tmp_path / "none.json", err) == "ValueError: bad"
+    assert failure_reason(-15, None, tmp_path / "none.json", tmp_path / "no.err") == \
+        "torchrun killed by signal 15 (SIGTERM)"
+
+
+def test_a_sweeps_worker_killed_with_sigkill_is_one_line_in_state_and_status(tmp_path):
+    launch = start_launch(tmp_path, "experiment=tiny/train", "workload.epochs=8")
+    try:
+        sweep = wait_for(lambda: sweep_of(tmp_path) or launch.poll() is not None, 60, "the sweep folder")
+        worker = wait_for(lambda: worker_pids(sweep) or launch.poll() is not None, 120, "the worker")
+        assert launch.poll() is None, launch.communicate()
+        os.kill(worker[0], signal.SIGKILL)
+        out, err = launch.communicate(timeout=60)
+    finally:
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGKILL)
+    assert launch.returncode == 1, out + err
+    reason = "rank 0 killed by signal 9 (SIGKILL)"
+    assert (state(sweep, 0)["state"], state(sweep, 0)["reason"]) == ("failed", reason)
+    status = hpml(tmp_path, "status", str(sweep)).stdout
+    assert status_rows(tmp_path, sweep) == [["0", "failed"]]
+    assert status.splitlines()[-1].strip() == f"reason: {reason}", status
+    assert "Root Cause" in (sweep / "points/0/logs/torchrun.node0.err").read_text()  # the whole report stays
+    assert json.loads((sweep / "manifest.json").read_text())["points"][0]["job_id"]
