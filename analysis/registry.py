@@ -5,8 +5,8 @@ its results (analysis.results.WorkloadResults) into report sections. analysis.re
 order and names no workload; a result of a workload missing here is listed, not tabulated.
 
 RESULT_CHECKS: workload name -> the rules its ok results must pass beyond the envelope every result
-shares (analysis.schema); a result that breaks one is a Problem, never handed to its report. A training
-variant that writes the train workload's arrays registers train's checks under its own name.
+shares (contract.result_schema); a result that breaks one is a Problem, never handed to its report. A
+training variant that writes the train workload's arrays registers train's checks under its own name.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Callable, Dict, List
 
 from analysis import allreduce, synthetic, train
 from analysis.results import WorkloadResults
-from analysis.schema import ResultCheck
 from analysis.sections import Section
+from contract.result_schema import ResultCheck
 
 REPORTS: Dict[str, Callable[[WorkloadResults], List[Section]]] = {
     "train": train.sections,

@@ -25,8 +25,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import orjson
 
-from analysis.schema import ResultCheck, validate_result
 from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
+from contract.result_schema import ResultCheck, validate_result
 from contract.sweep_layout import MANIFEST_FILE, RESULT_FILE, STATE_FILE, point_dir
 
 

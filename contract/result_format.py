@@ -11,6 +11,15 @@ SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "oom", "timeout")
 SCALING_MODES = ("weak", "strong")
 WARMUP_EPOCHS = 1  # epoch 1 is warm-up: its time is never reported
+MAX_REASON_CHARS = 400  # a reason (result.json, state.json) is one terminal line or two; the rest is in logs/
+
+
+def reason_line(text: object) -> str:
+    """A reason as result.json and state.json hold it: the first non-empty line of `text`, at most
+    MAX_REASON_CHARS characters (the whole message stays in the point's logs)."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= MAX_REASON_CHARS else line[: MAX_REASON_CHARS - 3] + "..."
 
 
 def timed_epoch_indices(epochs: int, cold_epochs: List[int] | None) -> List[int]:

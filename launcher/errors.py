@@ -42,8 +42,9 @@ def one_line(error: BaseException) -> str:
         if isinstance(link, ConfigValueError):
             return str(link)
         if isinstance(link, MissingConfigException) and link.options:
-            options = ", ".join(o for o in link.options if not o.endswith("_schema"))
-            return f"no config '{link.missing_cfg_file}'; available options: {options}"
+            key = link.missing_cfg_file.partition("/")[0]  # 'experiment/tiny/nope' came from experiment=tiny/nope
+            return (f"no config '{link.missing_cfg_file}'; available options: {', '.join(link.options)} "
+                    f"(set {key}=<option>)")
         if isinstance(link, OmegaConfBaseException) and getattr(link, "full_key", None):
             message = getattr(link, "msg", None) or str(link).splitlines()[0]
             message = message.splitlines()[0]

@@ -21,21 +21,14 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from contract.jsonio import STATE_LIMIT, load_json
+from contract.result_format import reason_line
 
-MAX_REASON_CHARS = 400  # one terminal line or two; the rest is in the logs
 TAIL_BYTES = 256 * 1024  # torchrun's failure report is at the end of its stderr
 
 # One entry of torchrun's failure report (torch/distributed/elastic/multiprocessing/errors/__init__.py):
 #   rank      : 1 (local_rank: 1)
 #   exitcode  : -9 (pid: 4242) SIGKILL
 FAILURE_ENTRY = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)", re.M)
-
-
-def one_line(text: object, limit: int = MAX_REASON_CHARS) -> str:
-    """The first non-empty line of text, shortened to limit characters."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    line = lines[0] if lines else ""
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def signal_name(number: int) -> str:
@@ -77,7 +70,7 @@ def error_file_message(path: Path) -> Optional[str]:
     message = data.get("message") if isinstance(data, dict) else None
     if isinstance(message, dict):
         message = message.get("message")
-    return one_line(message) if isinstance(message, str) and message.strip() else None
+    return reason_line(message) if isinstance(message, str) and message.strip() else None
 
 
 def last_meaningful_line(stderr: str) -> Optional[str]:
@@ -86,7 +79,7 @@ def last_meaningful_line(stderr: str) -> Optional[str]:
         text = line.strip()
         if not text or set(text) <= set("=-_*[]<> ") or text.startswith(("File \"", "^", "~")):
             continue
-        return one_line(text)
+        return reason_line(text)
     return None
 
 
@@ -99,7 +92,7 @@ def failure_reason(returncode: int, result_reason: Optional[str], error_file: Pa
         if code < 0 and -code != signal.SIGTERM:
             return killed_by(-code, f"rank {rank}")
     if result_reason:
-        return one_line(result_reason)
+        return reason_line(result_reason)
     message = error_file_message(error_file)
     if message:
         return message

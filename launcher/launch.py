@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -32,7 +31,6 @@ DRY_RUN_FLAG = "--dry-run"
 MULTIRUN_FLAGS = ("-m", "--multirun")  # every launch is a multirun already (conf/config.yaml)
 HELP_FLAGS = ("-h", "--help")
 MAX_NAME_BYTES = 255  # a folder name's limit on common file systems
-SCHEMA_SUFFIX = "_schema"  # conf/config_store.py's names for the typed schemas under the YAML defaults
 
 
 def plan_sweep(argv: Sequence[str]) -> Plan:
@@ -69,8 +67,7 @@ def plan_sweep(argv: Sequence[str]) -> Plan:
 
 def checked_arguments(argv: Sequence[str]) -> List[str]:
     """The command line for Hydra: -m/--multirun moved to the front wherever they stand (Hydra's parser takes
-    them only before the overrides); refused in one line before Hydra sees them: a line break in an
-    argument, and a choice of an internal schema (`workload=train_schema`)."""
+    them only before the overrides); an argument with a line break is refused in one line before Hydra sees it."""
     kept = ["--multirun"] if any(arg in MULTIRUN_FLAGS for arg in argv) else []
     for arg in argv:
         if arg in MULTIRUN_FLAGS or arg == DRY_RUN_FLAG:
@@ -78,28 +75,8 @@ def checked_arguments(argv: Sequence[str]) -> List[str]:
         key, _, value = arg.partition("=")
         if any(c in arg for c in "\n\r\0"):
             raise LaunchError(f"{key}={shown(value)} is not allowed: one line (no line break or NUL)")
-        if "." not in key and any(v.strip().endswith(SCHEMA_SUFFIX) for v in value.split(",")):
-            raise LaunchError(f"{key}={shown(value)} is not allowed: a *{SCHEMA_SUFFIX} name is the typed schema "
-                              f"under the {key} options, not one of them; `hpml launch --help` lists them")
         kept.append(arg)
     return kept
-
-
-def without_schema_names(help_text: str) -> str:
-    """Hydra's --help with the *_schema entries taken out of the config group lists: they are registered in
-    the groups only so that the YAML defaults can name them, and choosing one composes an empty config."""
-    lines, in_groups = [], False
-    for line in help_text.splitlines():
-        if line.startswith("=="):
-            in_groups = "group" in line.lower()
-        match = re.fullmatch(r"([\w/]+): (.*)", line) if in_groups else None
-        if match:
-            options = [o for o in match.group(2).split(", ") if not o.endswith(SCHEMA_SUFFIX)]
-            if not options:
-                continue
-            line = f"{match.group(1)}: {', '.join(options)}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 def check_inside_root(plan: Plan) -> None:
@@ -145,14 +122,11 @@ def launch(argv: Sequence[str]) -> int:
     dry_run = DRY_RUN_FLAG in argv
     argv = checked_arguments(argv)
     if any(arg in HELP_FLAGS for arg in argv):
-        help_text = io.StringIO()
         try:
-            with contextlib.redirect_stdout(help_text):
-                plan_sweep(argv)
+            plan_sweep(argv)
         except SystemExit as done:  # Hydra exits once the help is printed
             if done.code:
                 raise
-        print(without_schema_names(help_text.getvalue()), end="")
         return 0
     plan = plan_sweep(argv)
     if not plan.points:

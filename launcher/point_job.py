@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from contract.jsonio import read_json, utc_now, write_json_atomic
+from contract.result_format import reason_line
 from contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
-from launcher.failure_reason import failure_reason, one_line, signal_name
+from launcher.failure_reason import failure_reason, signal_name
 from launcher.jobspec import JobSpec
 from launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command
 
@@ -125,7 +126,7 @@ class PointJob:
         except Exception as error:  # the job itself broke (not the workload): record why, then fail
             if job_identity()["node"] == 0:
                 write_json_atomic(Path(self.spec.point_dir) / STATE_FILE, {
-                    "state": "failed", "reason": one_line(f"{type(error).__name__}: {error}"), "ended_at": utc_now(),
+                    "state": "failed", "reason": reason_line(f"{type(error).__name__}: {error}"), "ended_at": utc_now(),
                     **job_identity()})
             raise
 

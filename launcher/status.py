@@ -1,7 +1,7 @@
 """Each point's state: the sweep's own files first (result.json, state.json), then the scheduler's view.
 
-A point is completed only when its result.json is a valid result (analysis.schema's envelope) whose status is
-ok: a missing, truncated or damaged result, or one of the wrong shape, never counts as done, so `hpml resume`
+A point is completed only when its result.json is a valid result (contract.result_schema's envelope) whose
+status is ok: a missing, truncated or damaged result, or one of the wrong shape, never counts as done, so `hpml resume`
 reruns the point. Otherwise a finished state from the scheduler (failed, timeout, cancelled, out of memory,
 node fail) or from the job's own state.json wins; a job the scheduler no longer knows and that left no file
 is "lost", and a point whose state.json says running while the process that runs it is gone is
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from analysis.schema import validate_result
 from conf.schema import ClusterKind
 from contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
+from contract.result_schema import validate_result
 from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir
 from launcher.manifest import read_manifest
 from launcher.scheduler_state import process_alive, runner_alive, scheduler_states
@@ -92,7 +92,7 @@ _RESULT_SEEN: Dict[tuple, Tuple[Optional[str], Optional[str], Optional[str]]] = 
 
 def read_result(folder: Path) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     """(status, reason, None) of a valid result.json, (None, None, why) of a damaged one, all None when absent.
-    Valid: the envelope every result shares (analysis.schema), as `hpml report` needs it."""
+    Valid: the envelope every result shares (contract.result_schema), as `hpml report` needs it."""
     path = folder / RESULT_FILE
     try:
         seen = os.stat(path)

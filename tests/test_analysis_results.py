@@ -7,7 +7,7 @@ import pytest
 
 from analysis.registry import RESULT_CHECKS
 from analysis.results import load_results
-from analysis.schema import validate_result as validate_envelope
+from contract.result_schema import validate_result as validate_envelope
 from contract.result_format import timed_epoch_indices, timed_values
 from tests.factories import write_manifest as write_fake_manifest, write_result as write_fake_result
 from tests.factories.train import train_result as fake_result

@@ -12,7 +12,7 @@ import pytest
 
 from contract.collectives import algbw_GBps, bus_factor, busbw_GBps
 from contract.jsonio import read_json, utc_now, write_json_atomic
-from contract.result_format import timed_epoch_indices, timed_values
+from contract.result_format import MAX_REASON_CHARS, reason_line, timed_epoch_indices, timed_values
 from contract.sweep_layout import point_dir, point_number
 
 
@@ -81,10 +81,18 @@ def test_a_failed_write_keeps_the_old_file(tmp_path):
 
 
 def test_contract_imports_only_the_standard_library():
-    code = ("import sys, contract.collectives, contract.jsonio, contract.result_format, contract.sweep_layout; "
+    code = ("import sys, contract.collectives, contract.jsonio, contract.result_format, contract.result_schema, "
+            "contract.sweep_layout; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "
             "('conf', 'launcher', 'workloads', 'analysis', 'torch', 'pandas', 'omegaconf', 'hydra')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_reason_is_its_first_line_cut_to_the_limit():
+    assert reason_line("\n  RuntimeError: boom\n  at frame 3\n") == "RuntimeError: boom"
+    long = reason_line("x" * 1000)
+    assert len(long) == MAX_REASON_CHARS == 400 and long.endswith("...")
+    assert reason_line("") == ""

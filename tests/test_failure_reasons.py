@@ -13,7 +13,8 @@ import textwrap
 from pathlib import Path
 
 from launcher.failure_reason import failure_reason
-from tests.test_interrupts import hpml, start_launch, state, status_rows, sweep_of, wait_for, worker_pids
+from tests.conftest import run_hpml
+from tests.sweep_processes import start_launch, state, status_rows, sweep_of, wait_for, worker_pids
 
 WORKER = textwrap.dedent("""
     import os, signal, time
@@ -80,7 +81,7 @@ def test_a_sweeps_worker_killed_with_sigkill_is_one_line_in_state_and_status(tmp
     assert launch.returncode == 1, out + err
     reason = "rank 0 killed by signal 9 (SIGKILL)"
     assert (state(sweep, 0)["state"], state(sweep, 0)["reason"]) == ("failed", reason)
-    status = hpml(tmp_path, "status", str(sweep)).stdout
+    status = run_hpml(["status", str(sweep)], cwd=tmp_path).stdout
     assert status_rows(tmp_path, sweep) == [["0", "failed"]]
     assert status.splitlines()[-1].strip() == f"reason: {reason}", status
     assert "Root Cause" in (sweep / "points/0/logs/torchrun.node0.err").read_text()  # the whole report stays

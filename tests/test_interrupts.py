@@ -5,73 +5,15 @@ as interrupted, nothing left running, and `hpml resume` finishing exactly the un
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import signal
-import subprocess
 import time
-from pathlib import Path
-from typing import Callable, List
 
-from tests.conftest import HPML
+from tests.conftest import run_hpml
+from tests.sweep_processes import digest, processes_of, start_launch, state, status_rows, sweep_of, wait_for, worker_pids
 
 STOP_BOUND_S = 20  # Ctrl-C to exit: torchrun's SIGTERM to its workers, state.json written
 ORPHAN_BOUND_S = 10  # SIGKILL of the group to the last process gone: parent-death signals are immediate
-
-
-def start_launch(root: Path, *overrides: str) -> subprocess.Popen:
-    """`hpml launch` as a terminal would run it: its own process group, which the test then signals."""
-    return subprocess.Popen(HPML + ["launch", *overrides], cwd=root, start_new_session=True, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def sweep_of(root: Path) -> Path | None:
-    dirs = [d for d in (root / "sweeps").glob("*") if d.name != "latest"] if (root / "sweeps").exists() else []
-    return dirs[0] if dirs else None
-
-
-def state(sweep: Path, point: int) -> dict:
-    try:
-        return json.loads((sweep / "points" / str(point) / "state.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def processes_of(sweep: Path) -> List[int]:
-    """Every process whose command line names the sweep folder (controller, point job, torchrun, workers)."""
-    done = subprocess.run(["pgrep", "-f", str(sweep)], capture_output=True, text=True)
-    return [int(pid) for pid in done.stdout.split() if int(pid) != os.getpid()]
-
-
-def worker_pids(sweep: Path) -> List[int]:
-    pids = []
-    for pid in processes_of(sweep):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"workloads.train" in cmd and b"torch.distributed.run" not in cmd:
-            pids.append(pid)
-    return pids
-
-
-def digest(path: Path) -> tuple:
-    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
-
-
-def hpml(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(HPML + list(args), cwd=root, capture_output=True, text=True, timeout=timeout)
 
 
 def test_ctrl_c_stops_the_sweep_in_one_line_and_resume_finishes_exactly_the_rest(tmp_path):
@@ -99,19 +41,14 @@ def test_ctrl_c_stops_the_sweep_in_one_line_and_resume_finishes_exactly_the_rest
     assert not (sweep / "points/2/state.json").exists()  # no further point was started after the signal
     wait_for(lambda: not processes_of(sweep), ORPHAN_BOUND_S, "the sweep's processes to end")
 
-    status = hpml(tmp_path, "status", str(sweep))
+    status = run_hpml(["status", str(sweep)], cwd=tmp_path)
     assert [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()] == \
         [["0", "completed"], ["1", "interrupted"], ["2", "not_submitted"]], status.stdout
-    resumed = hpml(tmp_path, "resume", str(sweep))
+    resumed = run_hpml(["resume", str(sweep)], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "hpml: resuming 2 of 3 point(s) of tiny_train: 1, 2" in resumed.stdout
     assert digest(sweep / "points/0/result.json") == finished  # a finished point is never touched
     assert all(state(sweep, p)["state"] == "completed" for p in range(3))
-
-
-def status_rows(root: Path, sweep: Path) -> List[List[str]]:
-    status = hpml(root, "status", str(sweep))
-    return [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()]
 
 
 def test_sigkill_of_the_launchers_group_leaves_no_process_and_resume_reruns_the_point(tmp_path):
@@ -120,10 +57,11 @@ def test_sigkill_of_the_launchers_group_leaves_no_process_and_resume_reruns_the_
         sweep = wait_for(lambda: sweep_of(tmp_path) or launch.poll() is not None, 60, "the sweep folder")
         workers = wait_for(lambda: worker_pids(sweep) or launch.poll() is not None, 120, "the worker")
         assert launch.poll() is None, launch.communicate()
+        # torchrun starts the worker in a session of its own, so the group's SIGKILL below cannot reach it:
+        # only the parent-death signals can end it (checked while it lives: after the kill it may be gone)
+        assert os.getsid(workers[0]) != os.getsid(launch.pid)
         os.killpg(launch.pid, signal.SIGKILL)  # a closed terminal, a killed login
         launch.communicate(timeout=30)
-        # torchrun starts the worker in a session of its own: only a parent-death signal can reach it
-        assert os.getsid(workers[0]) != launch.pid or not processes_of(sweep)
         wait_for(lambda: not processes_of(sweep), ORPHAN_BOUND_S, "every process of the sweep to end")
     finally:
         for pid in processes_of(sweep_of(tmp_path) or tmp_path / "none"):
@@ -133,7 +71,7 @@ def test_sigkill_of_the_launchers_group_leaves_no_process_and_resume_reruns_the_
     # (its runner may stay a zombie until init reaps it, hence the short wait)
     wait_for(lambda: status_rows(tmp_path, sweep) == [["0", "interrupted"]], ORPHAN_BOUND_S,
              "status to show the point interrupted")
-    resumed = hpml(tmp_path, "resume", str(sweep))
+    resumed = run_hpml(["resume", str(sweep)], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "hpml: resuming 1 of 1 point(s)" in resumed.stdout
     assert state(sweep, 0)["state"] == "completed"

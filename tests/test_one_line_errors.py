@@ -57,10 +57,24 @@ def test_hpmls_own_check_is_shown_as_written_even_inside_a_chain():
     assert one_line(wrapped(ConfigValueError(message))) == message
 
 
-def test_a_missing_config_lists_the_options_but_not_the_schemas():
+def test_a_missing_config_names_its_key_and_lists_the_options():
     error = MissingConfigException("In 'config': Could not find 'workload/nope'", "workload/nope",
-                                   ["allreduce", "synthetic", "train", "train_schema"])
-    assert one_line(error) == "no config 'workload/nope'; available options: allreduce, synthetic, train"
+                                   ["allreduce", "synthetic", "train"])
+    assert one_line(error) == ("no config 'workload/nope'; available options: allreduce, synthetic, train "
+                               "(set workload=<option>)")
+    nested = MissingConfigException("In 'config': Could not find 'experiment/tiny/nope'", "experiment/tiny/nope",
+                                    ["quickstart", "tiny/train"])
+    assert one_line(nested) == ("no config 'experiment/tiny/nope'; available options: quickstart, tiny/train "
+                                "(set experiment=<option>)")
+
+
+def test_the_schemas_are_no_options_of_their_groups(compose_values):
+    """launcher/config_store.py stores them at the root: Hydra neither lists nor accepts them as group options."""
+    from hydra.core.config_store import ConfigStore
+
+    repo = ConfigStore.instance().repo
+    assert not [name for group in ("cluster", "workload") for name in repo.get(group, {}) if "schema" in name]
+    assert {"cluster_schema.yaml", "train_schema.yaml", "hpml_schema.yaml"} <= set(repo)
 
 
 def test_other_messages_are_squashed_to_one_line():

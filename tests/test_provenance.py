@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.sweep_processes import worker_pids
 from workloads.common import provenance
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,19 +59,6 @@ def test_keep_checkpoint_keeps_it(hpml, tmp_path):
     assert (point / "checkpoint.pt").stat().st_size > 1_000_000  # ResNet-18 and its momentum: ~90 MB
 
 
-def worker_pids(config_path: Path) -> list[int]:
-    """The training workers of one point (not torchrun, which has the same --config)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"workloads.train" in argv and str(config_path).encode() in argv and b"torch.distributed.run" not in argv:
-            pids.append(int(proc.name))
-    return pids
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker through /proc")
 def test_a_killed_point_keeps_its_checkpoint_for_resume(tmp_path):
     """SIGKILL of the worker after its first epoch checkpoint: the point fails and checkpoint.pt stays."""
@@ -84,7 +72,7 @@ def test_a_killed_point_keeps_its_checkpoint_for_resume(tmp_path):
             time.sleep(0.2)
             checkpoints = [p for p in tmp_path.glob("sweeps/*/points/0/checkpoint.pt") if "latest" not in p.parts]
         (checkpoint,) = checkpoints
-        pids = worker_pids(checkpoint.parent / "config.yaml")
+        pids = worker_pids(checkpoint.parents[2])  # the point's sweep folder
         assert pids, "no training worker found"
         for pid in pids:
             os.kill(pid, signal.SIGKILL)

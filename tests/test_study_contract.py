@@ -16,7 +16,7 @@ import pytest
 
 from analysis.registry import REPORTS, RESULT_CHECKS
 from analysis.report import build_report, write_report
-from analysis.schema import validate_result
+from contract.result_schema import validate_result
 from conf.schema import config_from_dict
 from conf.workload import WORKLOAD_SCHEMAS
 from contract.sweep_layout import RESULT_FILE, point_dir

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
-from analysis.schema import (DURATION_LISTS, EPOCH_TIMES, NUMBERS, POSITIVE_INTEGER, SCALING, Kind, check_kinds,
-                             shown)
 from contract.result_format import WARMUP_EPOCHS, timed_values
+from contract.result_schema import (DURATION_LISTS, EPOCH_TIMES, NUMBERS, POSITIVE_INTEGER, SCALING, Kind,
+                                    check_kinds, shown)
 
 TRAINING_MEASUREMENTS: Dict[str, Kind] = {
     "config.workload.scaling": SCALING,

@@ -4,7 +4,7 @@
     tests.factories.allreduce.allreduce_result  write_result(root, doc), write_manifest(root, points)
 
 Every document carries the envelope every result shares (docs/result-schema.md), so
-analysis.schema.validate_result accepts it; only the measurements each test needs are chosen by it.
+contract.result_schema.validate_result accepts it; only the measurements each test needs are chosen by it.
 """
 
 from __future__ import annotations

@@ -21,23 +21,18 @@ import torch.distributed as dist
 
 from conf.workload_contract import WorkloadConfig
 from contract.jsonio import utc_now
+from contract.result_format import reason_line
 from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
 from workloads.common.environment import describe_environment
 from workloads.common.point_config import parse_worker_args, read_point_config
 from workloads.common.result import build_result, write_result
 
 
-MAX_REASON_CHARS = 400
-
-
 def one_line_reason(error: BaseException) -> str:
-    """result.json's reason: "Type: first line of the message", at most MAX_REASON_CHARS; the traceback
-    stays in torchrun's stderr (points/<n>/logs/)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if isinstance(error, KeyboardInterrupt) and not lines:
-        lines = ["interrupted (SIGINT)"]
-    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3] + "..."
+    """result.json's reason: "Type: first line of the message" (contract.result_format.reason_line); the
+    traceback stays in torchrun's stderr (points/<n>/logs/)."""
+    message = reason_line(error) or ("interrupted (SIGINT)" if isinstance(error, KeyboardInterrupt) else "")
+    return reason_line(f"{type(error).__name__}: {message}" if message else type(error).__name__)
 
 
 def is_out_of_memory(error: BaseException) -> bool:

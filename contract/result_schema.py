@@ -1,4 +1,6 @@
-"""What a result.json of schema version 1 must hold for the analysis to use it (docs/result-schema.md).
+"""What a result.json of schema version 1 must hold (docs/result-schema.md): the envelope every result shares,
+checked by the report (analysis/results.py) and by `hpml status` (a point is completed only with a valid ok
+result), plus the kinds of value with which each workload's analysis states its own rules.
 
 The checks are data: a table from a dotted key ("identity.repeat") to the kind of value it must hold.
 `validate_result` returns every broken rule as one line; an empty list means the document is usable.
