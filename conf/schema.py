@@ -91,6 +91,8 @@ class ClusterConfig:
         for option, value in self.sbatch_extra.items():
             require(bool(SBATCH_OPTION.fullmatch(option)), f"cluster.sbatch_extra.{option}",
                     "an sbatch option name (letters, digits, '-', '_')", option)
+            require(isinstance(value, str), f"cluster.sbatch_extra.{option}",
+                    "one value as text (e.g. gpu:a100:4), not a list or mapping", value)
             require_one_line(f"cluster.sbatch_extra.{option}", value)
         for index, arg in enumerate(self.srun_args):
             require_one_line(f"cluster.srun_args[{index}]", arg)

@@ -6,14 +6,25 @@ of the groups, never sees them among the options (`hpml launch --help`) nor can 
 from __future__ import annotations
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from conf.schema import ClusterConfig, HpmlConfig
 from conf.workload import WORKLOAD_SCHEMAS
 
 
+def cluster_schema():
+    """ClusterConfig, with sbatch_extra open to new keys: Hydra composes in struct mode, where even a
+    Dict[str, str] field refuses a key it does not hold yet, so the README's
+    `cluster.sbatch_extra='{gres: "gpu:a100:4"}'` (or `cluster.sbatch_extra.gres=...`) would need a '+'.
+    The option names and values are still checked (ClusterConfig.__post_init__, launcher/slurm_preflight.py)."""
+    node = OmegaConf.structured(ClusterConfig)
+    OmegaConf.set_struct(node.sbatch_extra, False)
+    return node
+
+
 def register_schemas() -> None:
     store = ConfigStore.instance()
     store.store(name="hpml_schema", node=HpmlConfig)
-    store.store(name="cluster_schema", node=ClusterConfig)
+    store.store(name="cluster_schema", node=cluster_schema())
     for name, schema in WORKLOAD_SCHEMAS.items():
         store.store(name=f"{name}_schema", node=schema)

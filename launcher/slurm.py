@@ -8,18 +8,20 @@ of the sweep are kept whatever the split: the manifest maps each point to its ar
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 import submitit
 
 from contract.sweep_layout import JOBS_DIR
 from launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from launcher.point_job import PointJob
+from launcher.slurm_requests import gpu_request
 
 # SIGUSR2 this long before the time limit: PointJob.checkpoint() then requeues the point, which resumes
 # from its last epoch checkpoint.
@@ -74,7 +76,9 @@ def executor_parameters(shape: ResourceShape, max_parallel: int) -> Dict:
         srun_args=list(shape.srun_args),
         job_name="hpml",
     )
-    if shape.gpus_per_node:
+    # A GPU request of the user's own in sbatch_extra (a typed --gres=gpu:a100:4) replaces hpml's untyped
+    # --gpus-per-node; the preflight made sure both ask for the same count (launcher/slurm_preflight.py).
+    if shape.gpus_per_node and gpu_request(shape) is None:
         params["gpus_per_node"] = shape.gpus_per_node
     if shape.mem_gb:
         params["mem"] = f"{shape.mem_gb}G"
@@ -108,22 +112,43 @@ class Submitted:
     array: int
 
 
-def submit_arrays(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int,
-                  array_limit: int) -> List[Submitted]:
-    """Submits every point; returns right after sbatch (nothing waits for the jobs)."""
-    submitted: List[Submitted] = []
-    array_number = 0
+class SbatchRefused(Exception):
+    """sbatch said no to one array: `points` were not submitted (the arrays before it were), `why` is sbatch's
+    own first error line."""
+
+    def __init__(self, points: Sequence[int], why: str):
+        super().__init__(why)
+        self.points, self.why = list(points), why
+
+
+def sbatch_reason(error: BaseException) -> str:
+    """sbatch's message, one line: 'sbatch: error: Batch job submission failed: Invalid feature
+    specification' -> 'Invalid feature specification'."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    failed = [line for line in lines if "submission failed" in line] or lines or [type(error).__name__]
+    return failed[-1].split("submission failed:", 1)[-1].replace("sbatch: error:", "").strip()
+
+
+def submit_arrays(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, array_limit: int,
+                  on_array: Callable[[List[Submitted]], None]) -> None:
+    """Submits every point, one array at a time; on_array(its points) right after each sbatch, so what was
+    queued is on record even when a later sbatch is refused (SbatchRefused). Nothing waits for the jobs."""
+    array_number, queued = 0, set()
     for shape, group in group_by_shape(specs):
         for part in chunks(group, array_limit):
             executor = submitit.SlurmExecutor(folder=str(jobs_folder(sweep_dir)),
                                               max_num_timeout=MAX_REQUEUES_ON_TIMEOUT)
             executor.update_parameters(**executor_parameters(shape, max_parallel))
-            with outside_of_any_job():
-                with executor.batch():
-                    jobs = [executor.submit(PointJob(spec)) for spec in part]
-            submitted += [Submitted(spec, job, array_number) for spec, job in zip(part, jobs)]
+            try:  # submitit prints sbatch's stderr when sbatch fails; the error carries it, said once
+                with outside_of_any_job(), contextlib.redirect_stderr(io.StringIO()):
+                    with executor.batch():
+                        jobs = [executor.submit(PointJob(spec)) for spec in part]
+            except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as error:
+                raise SbatchRefused([s.point for s in specs if s.point not in queued],
+                                    sbatch_reason(error)) from error
+            on_array([Submitted(spec, job, array_number) for spec, job in zip(part, jobs)])
+            queued.update(spec.point for spec in part)
             array_number += 1
-    return submitted
 
 
 def keep_sbatch_scripts(submitted: Sequence[Submitted]) -> None:

@@ -11,6 +11,7 @@ from typing import Dict, List, Sequence
 
 from conf.schema import ClusterKind, HpmlConfig
 from launcher import slurm
+from launcher.errors import LaunchError
 from launcher.jobspec import JobSpec
 from launcher.local_runner import SweepInterrupted, run_local
 from launcher.manifest import write_manifest
@@ -60,21 +61,30 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
 
 
 def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], max_parallel: int) -> None:
-    """sbatch, one job array per shape (split at MaxArraySize); each point's job id and each sbatch go into
-    the manifest, and each array's sbatch script into its points' folders."""
+    """sbatch, one job array per shape (split at MaxArraySize). Each array's job ids go into the manifest as
+    soon as sbatch returns, and its sbatch script into its points' folders. An sbatch refusal leaves the
+    points it did not queue "not submitted" (`hpml resume` submits them) and becomes one LaunchError line."""
     config = slurm.scontrol_config()
-    submitted = slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config))
     manifest["slurm_version"] = slurm.slurm_version()
-    submissions: List[Dict] = []  # one entry per sbatch (array), appended to by every launch and resume
-    for item in submitted:
-        entry = manifest["points"][item.spec.point]
-        entry["job_id"], entry["array"] = item.job.job_id, item.array
-        array_id = item.job.job_id.split("_")[0]
-        if not submissions or submissions[-1]["job_id"] != array_id:
-            submissions.append({"job_id": array_id, "shape": item.spec.shape.describe(), "points": []})
-        submissions[-1]["points"].append(item.spec.point)
-    manifest.setdefault("submissions", []).extend(submissions)
-    write_manifest(sweep_dir, manifest)
-    slurm.keep_sbatch_scripts(submitted)
-    ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in submissions)
+    submissions: List[Dict] = manifest.setdefault("submissions", [])  # one entry per sbatch, every launch and resume
+    new: List[Dict] = []
+
+    def record(array: List[slurm.Submitted]) -> None:
+        for item in array:
+            entry = manifest["points"][item.spec.point]
+            entry["job_id"], entry["array"] = item.job.job_id, item.array
+        new.append({"job_id": array[0].job.job_id.split("_")[0], "shape": array[0].spec.shape.describe(),
+                    "points": [item.spec.point for item in array]})
+        submissions.append(new[-1])
+        write_manifest(sweep_dir, manifest)
+        slurm.keep_sbatch_scripts(array)
+
+    try:
+        slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config), on_array=record)
+    except slurm.SbatchRefused as refused:
+        queued = len(specs) - len(refused.points)
+        raise LaunchError(f"sbatch refused point(s) {', '.join(map(str, refused.points))}: {refused.why} "
+                          f"({queued} point(s) queued before); the sweep is kept: fix the cause, then "
+                          f"`hpml resume {sweep_dir}` submits what is not queued") from refused
+    ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in new)
     print(f"hpml: submitted job array(s) {ids}")

@@ -5,6 +5,7 @@ Every test here submits real jobs with sbatch (through submitit) and reads sacct
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
@@ -82,6 +83,77 @@ def test_preflight_refuses_what_the_cluster_cannot_run_before_queueing(hpml, tmp
     ], done.stderr
     assert subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout == before
     assert not list(tmp_path.glob("sweeps/*/manifest.json"))
+
+
+def test_memory_features_and_gres_types_the_nodes_lack_are_refused_before_queueing(hpml, tmp_path):
+    """Each of these, given to sbatch, is refused ("Memory specification can not be satisfied", "Invalid
+    feature specification", "Requested node configuration is not available"): the preflight says so first."""
+    before = subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout
+    done = hpml("launch", "cluster=slurm", "resources.mem_gb=9", "cluster.constraint=nvlink",
+                "resources.gpus_per_node=2", 'cluster.sbatch_extra={gres: "gpu:h100:2"}', "--dry-run")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "hpml: error: cluster.sbatch_extra.gres=gpu:h100:2: no node of partition debug has it (GRES there: "
+        "gpu:fake:2)",
+        "hpml: error: resources.mem_gb=9: nodes of partition debug have at most 3.9 GB (RealMemory 4000 MB)",
+        "hpml: error: cluster.constraint=nvlink: no node of partition debug has it (features there: none)",
+    ], done.stderr
+    assert subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout == before
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_typed_gres_in_sbatch_extra_as_the_readme_writes_it(hpml, tmp_path):
+    done = hpml("launch", "cluster=slurm", *SMALL, "resources.gpus_per_node=2",
+                'cluster.sbatch_extra={gres: "gpu:fake:2"}')
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = sweep_dir_of(tmp_path) / "points" / "0"
+    script = (folder / "sbatch.sh").read_text()
+    assert "#SBATCH --gres=gpu:fake:2" in script and "--gpus-per-node" not in script  # one GPU request
+    result = json.loads((folder / "result.json").read_text())
+    assert result["environment"]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"  # SLURM gave the job both
+
+
+@pytest.fixture
+def reservations():
+    """reservations(name, node) creates a SLURM reservation for this user; all are deleted afterwards."""
+    made = []
+
+    def _create(name: str, node: str) -> None:
+        subprocess.run(["scontrol", "create", "reservation", f"ReservationName={name}", f"Users={getpass.getuser()}",
+                        f"Nodes={node}", "StartTime=now", "Duration=30", "Flags=IGNORE_JOBS"],
+                       check=True, capture_output=True)
+        made.append(name)
+
+    yield _create
+    for name in made:
+        subprocess.run(["scontrol", "delete", f"ReservationName={name}"], capture_output=True)
+
+
+def test_an_sbatch_refusal_is_one_line_and_resume_submits_once_the_cause_is_fixed(hpml, tmp_path, reservations):
+    """Two arrays (one per reservation): sbatch queues the first and refuses the second, whose reservation
+    does not exist yet. The first array's job is on record; the refused point waits, not submitted, and
+    `hpml resume` submits it (only it) once the reservation exists."""
+    reservations("hpml_first", "n1")
+    done = hpml("launch", "-m", "cluster=slurm", *SMALL, "cluster.sbatch_extra.reservation=hpml_first,hpml_later")
+    assert done.returncode == 2
+    sweep = sweep_dir_of(tmp_path)
+    assert done.stderr.strip().splitlines() == [
+        f"hpml: error: sbatch refused point(s) 1: Requested reservation is invalid (1 point(s) queued before); "
+        f"the sweep is kept: fix the cause, then `hpml resume {sweep}` submits what is not queued"], done.stderr
+    points = manifest_of(sweep)["points"]
+    first_job = points[0]["job_id"]
+    assert first_job and points[1]["job_id"] is None
+    status = hpml("status", str(sweep))
+    assert re.search(r"^1\s+not_submitted", status.stdout, re.M), status.stdout
+
+    reservations("hpml_later", "n2")  # the cause, fixed on the cluster's side
+    resumed = hpml("resume", str(sweep))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resuming 1 of 2 point(s)" in resumed.stdout
+    points = manifest_of(sweep)["points"]
+    assert points[0]["job_id"] == first_job  # the queued point was not submitted twice
+    assert [json.loads((sweep / "points" / str(i) / "result.json").read_text())["status"] for i in (0, 1)] == \
+        ["ok", "ok"]
 
 
 def test_no_config_value_reaches_the_job_script_as_shell(hpml):

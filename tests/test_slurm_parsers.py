@@ -12,6 +12,7 @@ from launcher.scheduler_state import expand_array_id, parse_sacct, parse_squeue,
 from launcher.slurm import DEFAULT_MAX_ARRAY_SIZE, max_array_size, parse_key_values
 from launcher.slurm_preflight import (gres_gpus, parse_scontrol_records, preflight, shape_problems,
                                       time_limit_minutes)
+from launcher.slurm_requests import Gres, constraint_features, gpu_request, parse_gres, satisfies_constraint
 
 # --- sacct and squeue -------------------------------------------------------------------------------------
 
@@ -168,7 +169,7 @@ def test_too_few_nodes_with_enough_gpus():
     one_gpu_on_n2 = NODES.replace("NodeName=n2 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=4 CPULoad=0.00 "
                                   "AvailableFeatures=(null) Gres=gpu:2", "NodeName=n2 CPUTot=4 Gres=gpu:1")
     assert problems(nodes_text=one_gpu_on_n2, nodes=2, gpus_per_node=2) == [
-        "resources: only 1 node(s) of partition debug have 2 GPU(s) and 1 CPUs"]
+        "resources: only 1 node(s) of partition debug have 2 GPU(s)"]
     assert problems(nodes_text=one_gpu_on_n2, nodes=1, gpus_per_node=2) == []  # n1 is enough for one node
 
 
@@ -182,3 +183,90 @@ def test_preflight_without_sbatch_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no SLURM client here
     spec = JobSpec(point=0, point_dir=str(tmp_path / "points/0"), overrides=(), workload="train", shape=shape())
     assert preflight([spec]) == ["cluster=slurm: sbatch is not on PATH (is this a SLURM login node?)"]
+
+
+# --- GRES types, features and memory (sbatch refuses these: the preflight says so first) -----------------
+
+TYPED_NODES = """\
+NodeName=n1 CPUTot=8 AvailableFeatures=a100,ib Gres=gpu:a100:4(S:0-1),shard:8 RealMemory=256000 State=IDLE
+NodeName=n2 CPUTot=8 AvailableFeatures=v100 Gres=gpu:v100:2 RealMemory=64000 State=IDLE
+"""
+
+
+@pytest.mark.parametrize("text, items", [
+    ("(null)", []),
+    ("gpu:2", [Gres("gpu", None, 2)]),
+    ("gpu:a100:4(S:0-1),shard:8", [Gres("gpu", "a100", 4), Gres("shard", None, 8)]),
+    ("gpu:a100", [Gres("gpu", "a100", 1)]),
+    ("gpu", [Gres("gpu", None, 1)]),
+])
+def test_gres_items_are_name_type_count(text, items):
+    assert parse_gres(text) == items
+
+
+@pytest.mark.parametrize("text", ["gpu:a:b:4", ":4", "gpu:0", ","])
+def test_a_gres_slurm_would_not_read_is_refused(text):
+    with pytest.raises(ValueError):
+        parse_gres(text)
+
+
+@pytest.mark.parametrize("extra, nodes, per_node", [
+    ({"gres": "gpu:a100:4"}, 1, Gres("gpu", "a100", 4)),
+    ({"gres": "shard:2,gpu:2"}, 1, Gres("gpu", None, 2)),
+    ({"gpus-per-node": "h100:8"}, 2, Gres("gpu", "h100", 8)),
+    ({"gpus": "8"}, 2, Gres("gpu", None, 4)),  # --gpus is the job's: 8 over 2 nodes
+    ({"gres": "shard:2"}, 1, None),
+])
+def test_a_gpu_request_in_sbatch_extra_is_read_per_node(extra, nodes, per_node):
+    request = gpu_request(shape(nodes=nodes, sbatch_extra=tuple(extra.items())))
+    assert (request[2] if request else None) == per_node
+
+
+def test_features_of_a_constraint_expression():
+    assert constraint_features("a100&ib") == ["a100", "ib"]
+    assert constraint_features("[rack1|rack2]*2") == ["rack1", "rack2"]
+    node = {"AvailableFeatures": "a100,ib"}
+    assert satisfies_constraint(node, "a100&ib") and not satisfies_constraint(node, "a100&v100")
+    assert satisfies_constraint(node, "v100|a100") and not satisfies_constraint({"AvailableFeatures": "(null)"}, "x")
+
+
+def typed(**fields):
+    return problems(nodes_text=TYPED_NODES, **fields)
+
+
+def test_the_documented_typed_gres_fits_when_the_type_exists():
+    assert typed(gpus_per_node=4, sbatch_extra=(("gres", "gpu:a100:4"),)) == []
+    assert typed(nodes=2, gpus_per_node=2, constraint="a100|v100") == []
+
+
+def test_a_gres_type_no_node_has_is_one_line_naming_what_there_is():
+    assert typed(gpus_per_node=4, sbatch_extra=(("gres", "gpu:h100:4"),)) == [
+        "cluster.sbatch_extra.gres=gpu:h100:4: no node of partition debug has it "
+        "(GRES there: gpu:a100:4(S:0-1),shard:8, gpu:v100:2)"]
+    assert typed(sbatch_extra=(("gres", "fpga:1"),)) == [
+        "cluster.sbatch_extra.gres=fpga:1: no node of partition debug has it "
+        "(GRES there: gpu:a100:4(S:0-1),shard:8, gpu:v100:2)"]
+
+
+def test_a_gpu_request_must_match_the_gpus_the_workers_use():
+    assert typed(gpus_per_node=0, sbatch_extra=(("gres", "gpu:a100:4"),)) == [
+        "cluster.sbatch_extra.gres=gpu:a100:4 asks for 4 GPU(s) per node but resources.gpus_per_node=0; "
+        "set resources.gpus_per_node=4 (the workers use that many)"]
+    assert typed(gpus_per_node=1, sbatch_extra=(("gpus-per-node", "x"),)) == [
+        "cluster.sbatch_extra: 'x' is not [type:]count"]
+
+
+def test_unknown_features_and_too_much_memory_are_one_line_each():
+    assert typed(constraint="h100&ib", mem_gb=300) == [
+        "resources.mem_gb=300: nodes of partition debug have at most 250.0 GB (RealMemory 256000 MB)",
+        "cluster.constraint=h100&ib: no node of partition debug has it (features there: a100, ib, v100)",
+    ]
+    assert typed(mem_gb=250) == []
+    limited = PARTITIONS.replace("MaxTime=UNLIMITED", "MaxTime=UNLIMITED MaxMemPerNode=1000")
+    assert typed(partitions_text=limited, mem_gb=2) == [
+        "resources.mem_gb=2: partition debug allows at most 1000 MB per node (MaxMemPerNode)"]
+
+
+def test_requirements_each_met_somewhere_but_not_together_on_enough_nodes():
+    assert typed(nodes=2, mem_gb=100, constraint="a100|v100") == [
+        "resources: only 1 node(s) of partition debug have 100 GB of memory and features a100|v100"]
