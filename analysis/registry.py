@@ -2,7 +2,9 @@
 
 REPORTS: workload name (identity.workload of its results) -> sections(results), the function that turns
 its results (analysis.results.WorkloadResults) into report sections. analysis.report calls them in this
-order and names no workload; a result of a workload missing here is listed, not tabulated.
+order and names no workload; a result of a workload missing here is listed, not tabulated. The train
+entry adds the time-to-accuracy sections (analysis.tta) after its own tables: the same results, one more
+study of them, present only when some run evaluated.
 
 RESULT_CHECKS: workload name -> the rules its ok results must pass beyond the envelope every result
 shares (contract.result_schema); a result that breaks one is a Problem, never handed to its report. A
@@ -13,13 +15,19 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List
 
-from analysis import allreduce, synthetic, train
+from analysis import allreduce, synthetic, train, tta
 from analysis.results import WorkloadResults
 from analysis.sections import Section
 from contract.result_schema import ResultCheck
 
+
+def train_and_time_to_accuracy(results: WorkloadResults) -> List[Section]:
+    """The train tables, then the time-to-accuracy sections of the results that evaluated (none: nothing)."""
+    return train.sections(results) + tta.sections(results)
+
+
 REPORTS: Dict[str, Callable[[WorkloadResults], List[Section]]] = {
-    "train": train.sections,
+    "train": train_and_time_to_accuracy,
     "synthetic": synthetic.sections,
     "allreduce": allreduce.sections,
 }

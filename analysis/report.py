@@ -2,10 +2,10 @@
 
 Prints the Markdown report and writes OUTDIR/report.md with one CSV (full precision) and one LaTeX file per
 table and the figures (OUTDIR defaults to DIR/report/). The report's order: the title, each workload's
-sections (analysis.registry's order), the results left out of every table and why, then the problems
-(results that could not be read, points with no result). Unusable or missing results are listed, not
-fatal: the exit status is 0 as long as DIR holds at least one result.json; 2, with one line, when DIR does
-not exist or holds none.
+sections (analysis.registry's order), the GPU telemetry of every result of any workload and status
+(analysis.telemetry), the results left out of every table and why, then the problems (results that could
+not be read, points with no result). Unusable or missing results are listed, not fatal: the exit status is 0
+as long as DIR holds at least one result.json; 2, with one line, when DIR does not exist or holds none.
 
 This module names no workload: analysis.registry says which report and which extra checks each has.
 """
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
+from analysis import telemetry
 from analysis.registry import REPORTS, RESULT_CHECKS
 from analysis.results import LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results
 from analysis.sections import Section, report_markdown, write_sections
@@ -37,6 +38,7 @@ class Report:
     sections: List[Section]  # every workload's, in the registry's order
     left_out: List[LeftOut]  # results read but in no table: not ok, no registered report, unreadable
     markdown: str
+    telemetry: List[Section] = field(default_factory=list)  # GPU telemetry of every result, after the workloads'
 
 
 def left_out_section(left_out: Sequence[LeftOut]) -> Section:
@@ -87,17 +89,18 @@ def build_report(root: str | Path) -> Report:
         raise ReportError(f"no result.json under {root}; if it is a sweep still running, see "
                           f"`hpml status {root}`")
     sections, left_out = workload_sections(loaded.rows)
+    gpu_telemetry = telemetry.sections(loaded.rows)
     closing = ([left_out_section(left_out)] if left_out else []) + [problems_section(loaded.problems)]
-    body = sections or [Section("No ok results to tabulate", level=2)]
+    body = (sections or [Section("No ok results to tabulate", level=2)]) + gpu_telemetry
     markdown = report_markdown(f"hpml scaling report: {root}", body + closing)
-    return Report(loaded=loaded, sections=sections, left_out=left_out, markdown=markdown)
+    return Report(loaded=loaded, sections=sections, left_out=left_out, markdown=markdown, telemetry=gpu_telemetry)
 
 
 def write_report(report: Report, out_dir: Path) -> List[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path = out_dir / REPORT_MD
     md_path.write_text(report.markdown)
-    return [md_path] + write_sections(report.sections, out_dir)
+    return [md_path] + write_sections(report.sections + report.telemetry, out_dir)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

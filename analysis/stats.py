@@ -11,6 +11,8 @@ once and tested once (tests/test_stats.py, against hand-computed values):
 - efficiency: weak scaling (per-worker batch fixed: each worker does the same work per step, so ideal
   scaling keeps the step time) = step_base / step_N; strong scaling (global batch fixed) =
   speedup / (N / N_base).
+- olympic_mean: MLPerf's benchmark result of N timed runs: the fastest and the slowest dropped, the mean of
+  the rest; one run that did not converge counts as the slowest (dropped); more than one makes it invalid.
 - differing_labels: for configurations given as {dotted key: value}, the items in which each differs from
   the others, so a heading says "batch_size=64" rather than the whole config.
 - natural_key: sorts text with numbers by their value ("batch_size=8" before "batch_size=32").
@@ -22,7 +24,7 @@ import json
 import math
 import re
 import statistics
-from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 SAMPLE_DDOF = 1  # the reports' epoch-time std and CV: the sample std
 
@@ -71,6 +73,27 @@ def coefficient_of_variation(values: Sequence[float], ddof: int = SAMPLE_DDOF) -
         return 0.0
     std = sample_std(values) if ddof == 1 else population_std(values)
     return std / statistics.fmean(values)
+
+
+OLYMPIC_MIN_RUNS = 3  # the fastest and the slowest are dropped: at least one run must remain
+
+
+def olympic_mean(converged: Sequence[float], not_converged: int = 0) -> Optional[float]:
+    """The MLPerf training rules' benchmark result (mlcommons/training_policies, training_rules.adoc, section
+    "Benchmark Results"): the mean of the run times left after the fastest and the slowest are dropped; one
+    run that did not converge may stand as the slowest and be dropped; with two or more such runs the result
+    is invalid. (A non-converged run counts as an infinite time.)
+
+    converged: the times of the runs that reached the target; not_converged: how many did not. Returns the
+    mean of the converged times without the fastest and without the slowest (the slowest being the
+    non-converged run when there is one); None when it is undefined: more than one run not converged
+    (invalid) or fewer than OLYMPIC_MIN_RUNS runs in all."""
+    if not_converged < 0:
+        raise ValueError(f"not_converged must be >= 0, got {not_converged}")
+    if not_converged > 1 or len(converged) + not_converged < OLYMPIC_MIN_RUNS:
+        return None
+    kept = sorted(converged)[1:] if not_converged else sorted(converged)[1:-1]
+    return math.fsum(kept) / len(kept)
 
 
 def speedup(t_base: float, t_n: float) -> float:

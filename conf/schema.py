@@ -105,6 +105,26 @@ class ClusterConfig:
         require(self.poll_s > 0, "cluster.poll_s", "a number > 0 (seconds)", self.poll_s)
 
 
+# Bounds of telemetry.interval_ms. Below 10 ms the sampler would read faster than NVML refreshes most of its
+# counters (utilization.gpu integrates over 1/6 s to 1 s) and the thread's share of the GIL grows for nothing;
+# above a minute a run of a few minutes has no series left to plot.
+TELEMETRY_INTERVAL_MS = (10, 60000)
+
+
+@dataclass
+class TelemetryConfig:
+    """GPU telemetry (NVML sampling by each node's local rank 0: workloads/common/telemetry/)."""
+
+    enabled: bool = MISSING  # false: no sampler; result.json says "disabled"
+    interval_ms: int = MISSING  # sampling period of the cheap NVML counters
+
+    def __post_init__(self) -> None:
+        require(type(self.enabled) is bool, "telemetry.enabled", "true or false", self.enabled)
+        low, high = TELEMETRY_INTERVAL_MS
+        require(type(self.interval_ms) is int and low <= self.interval_ms <= high, "telemetry.interval_ms",
+                f"an integer from {low} to {high} (milliseconds)", self.interval_ms)
+
+
 @dataclass
 class HpmlConfig:
     """The whole tree of one sweep point."""
@@ -112,6 +132,7 @@ class HpmlConfig:
     sweep: SweepConfig = MISSING
     resources: ResourcesConfig = MISSING
     cluster: ClusterConfig = MISSING
+    telemetry: TelemetryConfig = MISSING
     # one of the workload schemas (a WorkloadConfig), chosen by the `workload` config group. Typed Any for
     # Hydra: a field typed WorkloadConfig would accept only the base class's keys.
     workload: Any = MISSING

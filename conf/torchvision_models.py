@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import FrozenSet, Optional
 
+from models.names import HPML_MODELS
+
 
 @functools.lru_cache(maxsize=None)
 def torchvision_models() -> FrozenSet[str]:
@@ -33,8 +35,8 @@ def torchvision_models() -> FrozenSet[str]:
 
 
 def model_problem(model: str) -> Optional[str]:
-    """Why `workload.model` cannot be built by torchvision.models.get_model, or None."""
-    if model in torchvision_models():
+    """Why `workload.model` cannot be built by models.build_classifier (hpml's own or torchvision's), or None."""
+    if model in HPML_MODELS or model in torchvision_models():
         return None
-    return (f"workload.model={model}: not a torchvision classification model "
-            f"(e.g. resnet18, resnet50, mobilenet_v3_small)")
+    return (f"workload.model={model}: neither one of hpml's models ({', '.join(HPML_MODELS)}) nor a torchvision "
+            f"classification model (e.g. resnet18, resnet50, mobilenet_v3_small)")

@@ -32,14 +32,15 @@ class DamagedFile(ValueError):
     """A file that exists but cannot be used as JSON; the message is one line that says why."""
 
 
-def write_json_atomic(path: str | Path, document: Any) -> Path:
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Writes a temporary file beside path, syncs it and renames it over path: a reader sees the old file or
+    the whole new one, never half of one, even after a crash."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(document, f, indent=1, default=str)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -47,6 +48,10 @@ def write_json_atomic(path: str | Path, document: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path: str | Path, document: Any) -> Path:
+    return write_bytes_atomic(path, (json.dumps(document, indent=1, default=str) + "\n").encode())
 
 
 def read_bytes_bounded(path: str | Path, limit: int) -> bytes:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from contract.result_format import SCALING_MODES, SCHEMA_VERSION, STATUSES
+from contract.telemetry_format import TELEMETRY_STATUSES
 
 # A workload's own rules for its ok results, registered in analysis.registry.RESULT_CHECKS: the document
 # (its envelope already valid) -> one line per broken rule.
@@ -93,6 +95,37 @@ ENVELOPE: Dict[str, Kind] = {
     "finished_at": STRING,
 }
 
+# The optional "telemetry" block (GPU telemetry, contract/telemetry_format.py), checked when present: results
+# written before it existed have none. Sidecar names are the contract's own (telemetry.node<k>.json.gz), so a
+# reader that opens them never leaves the point's folder.
+_SIDECAR_NAME = re.compile(r"telemetry\.node\d+\.json\.gz")
+TELEMETRY: Dict[str, Kind] = {
+    "telemetry": OBJECT,
+    "telemetry.status": Kind(f"one of {', '.join(TELEMETRY_STATUSES)}", lambda v: v in TELEMETRY_STATUSES),
+    "telemetry.reason": OPTIONAL_STRING,
+    "telemetry.interval_ms": Kind("a number > 0 (milliseconds)",
+                                  lambda v: type(v) in _NUMBER_TYPES and math.isfinite(v) and v > 0),
+    "telemetry.sidecars": Kind("a list of sidecar names telemetry.node<k>.json.gz",
+                               _list_of(lambda v: isinstance(v, str) and bool(_SIDECAR_NAME.fullmatch(v)))),
+}
+
+
+def telemetry_errors(doc: Mapping[str, Any]) -> List[str]:
+    """The telemetry block's broken rules ([] without a block): its kinds, and that status ok names a sidecar
+    while the others name none and say why."""
+    if "telemetry" not in doc:
+        return []
+    errors = check_kinds(doc, TELEMETRY)
+    if errors:
+        return errors
+    block = doc["telemetry"]
+    if block["status"] == "ok" and not block["sidecars"]:
+        errors.append("telemetry.sidecars: empty, but status is ok")
+    if block["status"] != "ok" and (block["sidecars"] or block["reason"] is None):
+        errors.append(f"telemetry: status {block['status']} needs a reason and no sidecars")
+    return errors
+
+
 @functools.lru_cache(maxsize=None)
 def _parts(dotted_key: str) -> Tuple[str, ...]:
     return tuple(dotted_key.split("."))
@@ -141,7 +174,7 @@ def validate_result(doc: Any, checks: Optional[Mapping[str, ResultCheck]] = None
     if type(version) is not int or version != SCHEMA_VERSION:
         return [f"schema_version {shown(version)} is not supported (this analysis reads version "
                 f"{SCHEMA_VERSION}); a breaking change of the result format bumps the version"]
-    errors = check_kinds(doc, ENVELOPE)
+    errors = check_kinds(doc, ENVELOPE) + telemetry_errors(doc)
     workload_check = (checks or {}).get(doc["identity"]["workload"]) if not errors else None
     if errors or doc["status"] != "ok" or workload_check is None:
         return errors

@@ -1,4 +1,4 @@
-"""The `hpml` command: launch | status | resume | report (each command in its own module)."""
+"""The `hpml` command: launch | status | resume | report | evaluate | data (each command in its own module)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ commands:
   status DIR              each point's state in a sweep directory
   resume DIR [--no-wait]  resubmit the points that failed, were cancelled or never ran
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR
+  evaluate DIR --images I [--out D]
+                          top-1 of every model a sweep saved (points/*/model.pt) on image folder I/<class>/
+  data digits --root R [--ood O] [--seed N] [--force]
+                          scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images
 """
 
 
@@ -48,6 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from analysis.report import main as report_main
 
             return report_main(rest)
+        if command == "evaluate":
+            from evaluation.cli import main as evaluate_main
+
+            return evaluate_main(rest)
+        if command == "data":
+            from dataprep.cli import main as data_main
+
+            return data_main(rest)
     except KeyboardInterrupt:  # Ctrl-C outside a running sweep (composing, status, report): nothing to resume
         print("hpml: interrupted", file=sys.stderr)
         return 130

@@ -13,6 +13,7 @@ from typing import Dict
 import yaml
 
 from conf.schema import ClusterKind, config_from_dict
+from contract.telemetry_format import SIDECAR_GLOB
 from contract.sweep_layout import ATTEMPTS_DIR, CONFIG_FILE, LOGS_DIR, RESULT_FILE, STATE_FILE, point_dir
 from launcher.errors import LaunchError
 from launcher.jobspec import JobSpec, jobspec_of
@@ -51,7 +52,9 @@ def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
     from its config.yaml. The epoch checkpoint stays, so the rerun resumes from it."""
     folder = point_dir(sweep_dir, entry["point"])
     attempt = folder / ATTEMPTS_DIR / str(len(entry.get("previous_job_ids", [])))
-    for name in (RESULT_FILE, STATE_FILE, LOGS_DIR):
+    # telemetry sidecars belong to the attempt whose result.json names them (contract/telemetry_format.py)
+    names = [RESULT_FILE, STATE_FILE, LOGS_DIR] + sorted(p.name for p in folder.glob(SIDECAR_GLOB))
+    for name in names:
         if (folder / name).exists():
             attempt.mkdir(parents=True, exist_ok=True)
             (folder / name).rename(attempt / name)

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
 HPML_SCRIPT = Path(sys.executable).parent / "hpml"  # the console script the README's install puts on PATH
 # Lines of the layout block for files that a plain local run need not leave: each says when it appears.
-CONDITIONAL = ("SLURM only", "after `hpml resume`", "keep_checkpoint")
+CONDITIONAL = ("SLURM only", "after `hpml resume`", "keep_checkpoint", "on GPUs", "save_model=true")
 
 
 def code_blocks() -> List[Tuple[str, str, str]]:

@@ -138,8 +138,9 @@ def test_a_worker_gets_its_slice_and_the_file_as_written(tmp_path, compose_value
     path.write_text(yaml.dump(values, Dumper=yaml.CSafeDumper, sort_keys=False))  # as the launcher writes it
     setup, raw = read_point_config(path)
     assert raw == values
-    assert setup == WorkerSetup(workload=config_from_dict(values).workload, seed=7, world_size=6, gpus_per_node=0,
-                                cpus_per_worker=2)
+    config = config_from_dict(values)
+    assert setup == WorkerSetup(workload=config.workload, seed=7, world_size=6, gpus_per_node=0,
+                                cpus_per_worker=2, telemetry=config.telemetry)
     assert setup.workload.min_bytes == values["workload"]["min_bytes"]
 
 

@@ -13,6 +13,8 @@ from typing import Dict
 
 import pandas as pd
 
+from analysis import figures
+
 
 LINE_KEYS = ["group_key", "scaling", "fixed_batch"]
 
@@ -42,8 +44,4 @@ def speedup_png(table: pd.DataFrame, path: Path, labels: Dict[str, str], title: 
     ax.set_xticks(sorted({int(n) for n in rows["devices"]}))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return figures.save(plt, fig, path)

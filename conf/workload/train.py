@@ -83,6 +83,13 @@ class TrainConfig(WorkloadConfig):
     overhead_check_steps: int = MISSING  # steps per block of the plain vs instrumented loop check; 0: off
     overhead_check_rounds: int = MISSING  # alternating (plain, instrumented) block pairs
     max_batch_probe: int = MISSING  # 0: off; else double the per-device batch up to this until OOM
+    # --- time to accuracy (docs/studies/time-to-accuracy.md) ---
+    eval_every: int = MISSING  # evaluate on the held-out split after every this many epochs; 0: never
+    # stop once an evaluation reaches this top-1 (a fraction, 0-1], but not before epoch 2 (epoch 1 is warm-up);
+    # workload.epochs is the cap. null: train all epochs. Needs eval_every >= 1.
+    target_accuracy: Optional[float] = None
+    augment: bool = MISSING  # cifar10 / image_folder: random crop and horizontal flip (false for digits)
+    save_model: bool = MISSING  # rank 0 keeps points/<n>/model.pt (weights + how to rebuild) for `hpml evaluate`
     # Set together by the `hardware` config group (conf/hardware/<link>.yaml), never by hand:
     link: str = MISSING  # the hardware table's entry; "none" when no peak is known
     link_peak_GBps: Optional[float] = MISSING  # the link's peak per direction, GB/s; null: unknown
@@ -111,6 +118,16 @@ class TrainConfig(WorkloadConfig):
             require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0 (0: off)", getattr(self, key))
         require(self.overhead_check_rounds >= 1, "workload.overhead_check_rounds", "an integer >= 1",
                 self.overhead_check_rounds)
+        require(self.eval_every >= 0, "workload.eval_every", "an integer >= 0 (0: no evaluation)", self.eval_every)
+        require(self.eval_every == 0 or self.dataset in (Dataset.cifar10, Dataset.image_folder), "workload.eval_every",
+                "0 unless workload.dataset is cifar10 or image_folder (a real held-out split: CIFAR-10's test "
+                f"batch, an image folder's val/); dataset={self.dataset.value} has none", self.eval_every)
+        target = self.target_accuracy
+        require(target is None or (isinstance(target, (int, float)) and 0 < target <= 1), "workload.target_accuracy",
+                "null or a top-1 fraction in (0, 1], e.g. 0.92", target)
+        require(target is None or self.eval_every >= 1, "workload.eval_every",
+                "an integer >= 1 when workload.target_accuracy is set (the target is checked at evaluations)",
+                self.eval_every)
         require(self.max_batch_probe == 0 or self.max_batch_probe >= self.batch_size, "workload.max_batch_probe",
                 f"0 (off) or a batch >= workload.batch_size={self.batch_size}", self.max_batch_probe)
         require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",
@@ -197,4 +214,7 @@ def data_problem(cfg: TrainConfig) -> Optional[str]:
     if cfg.dataset == Dataset.image_folder and not (Path(cfg.data_root) / "train").is_dir():
         return (f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders "
                 "(torchvision ImageFolder layout)")
+    if cfg.dataset == Dataset.image_folder and cfg.eval_every and not (Path(cfg.data_root) / "val").is_dir():
+        return (f"workload.data_root={cfg.data_root}: no val/ folder of class sub-folders to evaluate on "
+                "(workload.eval_every > 0)")
     return None

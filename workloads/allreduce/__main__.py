@@ -40,6 +40,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from conf.workload.allreduce import DTYPE_BYTES, AllreduceConfig, AllreduceImpl, DType
 from contract.collectives import algbw_GBps, busbw_GBps
 from workloads.common.distributed import DistContext, all_gather_objects
+from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.timing import StepClock, wall_s
 from workloads.common.worker import start_worker
 
@@ -79,30 +80,41 @@ def sum_is_correct(buffer: torch.Tensor) -> bool:
     return bool(torch.all(buffer == 1))
 
 
-def time_each_iteration(buffer: torch.Tensor, iters: int, device: torch.device) -> Tuple[List[float], float]:
+def time_each_iteration(buffer: torch.Tensor, iters: int, device: torch.device,
+                        telemetry: Telemetry = NO_TELEMETRY) -> Tuple[List[float], float]:
     """impl=hpml: (seconds per iteration, seconds for the whole loop) on this rank."""
     clock = StepClock(device)
     align_ranks(device)
-    start = wall_s()
-    clock.mark()
-    for _ in range(iters):
-        dist.all_reduce(buffer)
+    with _timed_size(telemetry, buffer):
+        start = wall_s()
         clock.mark()
-    per_iteration = clock.intervals_s()  # the one synchronize
-    return per_iteration, wall_s() - start
+        for _ in range(iters):
+            dist.all_reduce(buffer)
+            clock.mark()
+        per_iteration = clock.intervals_s()  # the one synchronize
+        loop = wall_s() - start  # inside the phase: its end mark is not part of the loop
+    return per_iteration, loop
 
 
-def time_whole_loop(buffer: torch.Tensor, iters: int, device: torch.device) -> float:
+def time_whole_loop(buffer: torch.Tensor, iters: int, device: torch.device,
+                    telemetry: Telemetry = NO_TELEMETRY) -> float:
     """impl=raw: seconds for a bare loop of all-reduces on this rank (the reference)."""
     align_ranks(device)
-    start = wall_s()
-    for _ in range(iters):
-        dist.all_reduce(buffer)
-    synchronize(device)
-    return wall_s() - start
+    with _timed_size(telemetry, buffer):
+        start = wall_s()
+        for _ in range(iters):
+            dist.all_reduce(buffer)
+        synchronize(device)
+        elapsed = wall_s() - start
+    return elapsed
 
 
-def measure_size(nbytes: int, cfg: AllreduceConfig, ctx: DistContext) -> Dict:
+def _timed_size(telemetry: Telemetry, buffer: torch.Tensor):
+    """GPU telemetry's phase of one message size: its timed loop only (index: the size in bytes)."""
+    return telemetry.phase("size", index=buffer.numel() * buffer.element_size(), timed=True)
+
+
+def measure_size(nbytes: int, cfg: AllreduceConfig, ctx: DistContext, telemetry: Telemetry = NO_TELEMETRY) -> Dict:
     """Check, warm up and time one message size; returns its raw record with every rank's numbers."""
     dtype = TORCH_DTYPES[cfg.dtype]
     elements = nbytes // DTYPE_BYTES[cfg.dtype]  # the schema checked that sizes are whole elements
@@ -114,9 +126,9 @@ def measure_size(nbytes: int, cfg: AllreduceConfig, ctx: DistContext) -> Dict:
     for _ in range(cfg.warmup_iters):
         dist.all_reduce(buffer)
     if cfg.impl == AllreduceImpl.hpml:
-        per_iteration, loop = time_each_iteration(buffer, cfg.iters, ctx.device)
+        per_iteration, loop = time_each_iteration(buffer, cfg.iters, ctx.device, telemetry)
     else:
-        per_iteration, loop = None, time_whole_loop(buffer, cfg.iters, ctx.device)
+        per_iteration, loop = None, time_whole_loop(buffer, cfg.iters, ctx.device, telemetry)
     del buffer
     ranks = all_gather_objects({"iteration_time_s": per_iteration, "loop_time_s": loop, "correct": correct})
     return {
@@ -175,7 +187,7 @@ def format_row(size: Dict) -> str:
             f"{size['busbw_GBps']:12.4g} {utilization:>8} {'ok' if size['correct'] else 'WRONG':>7}")
 
 
-def run_benchmark(cfg: AllreduceConfig, ctx: DistContext) -> List[Dict]:
+def run_benchmark(cfg: AllreduceConfig, ctx: DistContext, telemetry: Telemetry = NO_TELEMETRY) -> List[Dict]:
     if ctx.is_main:
         print(f"[rank 0] all-reduce sum, {cfg.dtype.value}, {ctx.world_size} rank(s), {ctx.backend}, "
               f"impl={cfg.impl.value}, link={cfg.link}\n"
@@ -183,7 +195,7 @@ def run_benchmark(cfg: AllreduceConfig, ctx: DistContext) -> List[Dict]:
               f"{'sum':>7}", flush=True)
     records = []
     for nbytes in cfg.sizes_bytes:
-        records.append(measure_size(nbytes, cfg, ctx))
+        records.append(measure_size(nbytes, cfg, ctx, telemetry))
         if ctx.is_main:
             print(format_row(derive_size(records[-1], ctx.world_size, cfg.link_peak_GBps)), flush=True)
     return records
@@ -212,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg: AllreduceConfig = worker.workload
     ctx = worker.ctx
     with worker.reporting(timing_methods(cfg, ctx.device)) as body:
-        records = run_benchmark(cfg, ctx)
+        records = run_benchmark(cfg, ctx, worker.telemetry)
         body.update(summarize(records, cfg, ctx.world_size))
         check_sums(records)  # after the summary: a point failed for a wrong sum still shows every size
 

@@ -1,6 +1,7 @@
 """A worker's view of its point's config.yaml: read with yaml.safe_load, validated by the launcher's own
 code (conf.schema.config_from_dict, every __post_init__ and check_resources hook), then cut down to what a
-worker may use: its workload's typed schema, the seed and a few resource facts (`WorkerSetup`).
+worker may use: its workload's typed schema, the seed, a few resource facts and the telemetry settings
+(`WorkerSetup`).
 
 One validation path for launcher and workers: a value the launcher would refuse, the worker refuses with the
 same message (a ConfigValueError). No Hydra and no OmegaConf in workers.
@@ -16,7 +17,7 @@ from typing import Any, Dict, Sequence, Tuple
 
 import yaml
 
-from conf.schema import config_from_dict
+from conf.schema import TelemetryConfig, config_from_dict
 from conf.workload_contract import WorkloadConfig
 
 
@@ -29,6 +30,7 @@ class WorkerSetup:
     world_size: int  # resources.nodes x resources.workers_per_node: what torchrun must have started
     gpus_per_node: int  # resources.gpus_per_node: 0 keeps device=auto on the CPU
     cpus_per_worker: int  # torch.set_num_threads
+    telemetry: TelemetryConfig  # the `telemetry` section: whether local rank 0 samples its node's GPUs, how often
 
 
 def read_point_config(path: str | Path) -> Tuple[WorkerSetup, Dict[str, Any]]:
@@ -37,7 +39,7 @@ def read_point_config(path: str | Path) -> Tuple[WorkerSetup, Dict[str, Any]]:
     config = config_from_dict(values)
     setup = WorkerSetup(workload=config.workload, seed=config.sweep.seed, world_size=config.resources.world_size,
                         gpus_per_node=config.resources.gpus_per_node,
-                        cpus_per_worker=config.resources.cpus_per_worker)
+                        cpus_per_worker=config.resources.cpus_per_worker, telemetry=config.telemetry)
     return setup, values
 
 

@@ -9,6 +9,8 @@ One file per sweep point, written by rank 0, atomically. Keys:
   timing          how each measurement was taken (words, so a reader knows what a number means)
   measurements    raw arrays (per step, per epoch, per rank)
   derived         numbers computed from the raw arrays by the workload (the analysis recomputes its own)
+  telemetry       GPU telemetry: status ok/unavailable/disabled, reason, interval_ms, the sidecars' names
+                  (contract/telemetry_format.py); absent in results written before it existed
   started_at, finished_at   ISO-8601 UTC
 """
 
@@ -35,10 +37,11 @@ def point_identity(config: Dict[str, Any], point_dir: Path) -> Dict[str, Any]:
 
 def build_result(*, config: Dict[str, Any], point_dir: Path, status: str, reason: Optional[str],
                  environment: Dict[str, Any], timing: Dict[str, str], measurements: Dict[str, Any],
-                 derived: Dict[str, Any], started_at: str) -> Dict[str, Any]:
+                 derived: Dict[str, Any], started_at: str,
+                 telemetry: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     if status not in STATUSES:
         raise ValueError(f"status {status!r} is not one of {STATUSES}")
-    return {
+    result = {
         "schema_version": SCHEMA_VERSION,
         "identity": point_identity(config, point_dir),
         "status": status,
@@ -51,6 +54,9 @@ def build_result(*, config: Dict[str, Any], point_dir: Path, status: str, reason
         "started_at": started_at,
         "finished_at": utc_now(),
     }
+    if telemetry is not None:
+        result["telemetry"] = telemetry
+    return result
 
 
 def write_result(point_dir: Path, result: Dict[str, Any]) -> Path:

@@ -1,8 +1,9 @@
 """What every torchrun worker does around its measurements: join the run, then leave a result.json behind.
 
-    worker = start_worker(argv)                    # config slice, process group, environment
+    worker = start_worker(argv)                    # config slice, process group, environment, GPU telemetry
     with worker.reporting(timing) as body:         # rank 0 writes result.json, whatever happens inside
-        body.update(summarize(measure(...)))       # {"measurements": ..., "derived": ...}
+        with worker.telemetry.phase("epoch", index=e, timed=True, samples=n):   # marks, on every rank
+            body.update(summarize(measure(...)))   # {"measurements": ..., "derived": ...}
 
 A failure in start_worker (a bad config, a process group that cannot form) writes no result: there is no
 environment to describe yet. The launcher then records the point as failed, with the tail of torchrun's
@@ -12,9 +13,10 @@ stderr as the reason (launcher/point_job.py).
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -26,6 +28,7 @@ from workloads.common.distributed import DistContext, all_gather_objects, host_i
 from workloads.common.environment import describe_environment
 from workloads.common.point_config import parse_worker_args, read_point_config
 from workloads.common.result import build_result, write_result
+from workloads.common.telemetry import Telemetry, start_telemetry, telemetry_block
 
 
 def one_line_reason(error: BaseException) -> str:
@@ -52,6 +55,11 @@ class Worker:
     started_at: str
     ctx: DistContext
     environment: Dict[str, Any]
+    # phase marks for the GPU sampler (a do-nothing object where this rank samples nothing) and every node's
+    # telemetry state as start_worker gathered it (rank 0 turns them into result.json's "telemetry" block)
+    telemetry: Telemetry
+    telemetry_nodes: Tuple[Optional[Dict[str, Any]], ...]
+    telemetry_interval_ms: int
 
     @contextlib.contextmanager
     def reporting(self, timing: Dict[str, str], *,
@@ -65,6 +73,7 @@ class Worker:
         replaces the measurements (train keeps what its batch probe found, for the report).
         Only a success destroys the process group: after a failure the exit ends it, and another rank may
         still be inside a collective with this one.
+        Before result.json, on success and failure alike, each node's sampler stops and writes its sidecar.
         """
         status, reason = "ok", None
         body: Dict[str, Dict[str, Any]] = {"measurements": {}, "derived": {}}
@@ -81,10 +90,12 @@ class Worker:
                 status, reason = "failed", one_line_reason(error)
             raise
         finally:
+            own = self.telemetry.finish(self.point_dir)  # stops the sampler, writes the sidecar; never raises
             if self.ctx.is_main:
                 write_result(self.point_dir, build_result(
                     config=self.raw_config, point_dir=self.point_dir, status=status, reason=reason,
-                    environment=self.environment, timing=timing, started_at=self.started_at, **body))
+                    environment=self.environment, timing=timing, started_at=self.started_at,
+                    telemetry=telemetry_block(self.telemetry_nodes, self.telemetry_interval_ms, own), **body))
             if status == "ok":
                 dist.destroy_process_group()
 
@@ -95,6 +106,8 @@ def start_worker(argv: Sequence[str] | None = None,
 
     before_init(workload) runs once the config is read and before the process group exists: what a
     communicator reads from the environment when it is created (NCCL_ALGO) has to be set there.
+    Each node's local rank 0 then starts the GPU sampler (workloads/common/telemetry/) for the CUDA ordinals
+    its node's workers use: 0..LOCAL_WORLD_SIZE x devices per worker - 1 (DataParallel drives several).
     """
     args = parse_worker_args(argv)
     point_dir = Path(args.config).resolve().parent
@@ -103,7 +116,19 @@ def start_worker(argv: Sequence[str] | None = None,
     if before_init is not None:
         before_init(setup.workload)
     ctx = init_distributed(setup)
-    ranks = all_gather_objects(host_identity())
-    environment = describe_environment(ranks, ctx.world_size, ctx.backend, ctx.device.type)
+    telemetry = start_telemetry(setup.telemetry, ctx.device.type, ctx.local_rank, node_gpus(setup.workload))
+    gathered = all_gather_objects((host_identity(), telemetry.state()))  # one collective for both
+    environment = describe_environment([host for host, _ in gathered], ctx.world_size, ctx.backend,
+                                       ctx.device.type)
     return Worker(workload=setup.workload, seed=setup.seed, raw_config=raw_config, point_dir=point_dir,
-                  started_at=started_at, ctx=ctx, environment=environment)
+                  started_at=started_at, ctx=ctx, environment=environment, telemetry=telemetry,
+                  telemetry_nodes=tuple(state for _, state in gathered),
+                  telemetry_interval_ms=setup.telemetry.interval_ms)
+
+
+def node_gpus(workload: WorkloadConfig) -> int:
+    """CUDA ordinals this node's workers use: one per worker, or DataParallel's devices per worker (train);
+    never more than this process sees."""
+    per_worker = getattr(workload, "devices_per_worker", 1)  # only train's schema has it (parallel=dp)
+    wanted = int(os.environ.get("LOCAL_WORLD_SIZE", 1)) * per_worker
+    return min(wanted, torch.cuda.device_count()) if torch.cuda.is_available() else 0

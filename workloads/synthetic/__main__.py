@@ -50,6 +50,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from conf.workload.synthetic import GradientSync, NcclAlgo, SyntheticConfig
 from workloads.common.distributed import DistContext, all_gather_objects
+from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.worker import start_worker
 from workloads.synthetic.horovod_style import DistributedOptimizer
 from workloads.synthetic.nccl_algo import export_nccl_algo
@@ -59,7 +60,8 @@ from workloads.synthetic.protocol import (align_ranks, images_per_iteration, pri
 from workloads.synthetic.steps import make_step, random_batch, with_gradient_sync
 
 
-def benchmark(cfg: SyntheticConfig, ctx: DistContext, seed: int) -> Dict[str, Dict]:
+def benchmark(cfg: SyntheticConfig, ctx: DistContext, seed: int, telemetry: Telemetry = NO_TELEMETRY
+              ) -> Dict[str, Dict]:
     if ctx.device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # as Horovod's script; the warm-up absorbs the tuning
     images, labels = random_batch(cfg, cfg.per_worker_batch(ctx.world_size), ctx, seed)
@@ -72,14 +74,15 @@ def benchmark(cfg: SyntheticConfig, ctx: DistContext, seed: int) -> Dict[str, Di
         return model, optimizer, step
 
     model, optimizer, step = build_step(cfg.data_parallel)
-    mine = run_protocol(step, cfg, ctx.device)
+    mine = run_protocol(step, cfg, ctx.device, telemetry, ctx.world_size)
     per_rank = all_gather_objects(mine)
     if isinstance(optimizer, DistributedOptimizer):
         optimizer.remove_hooks()
     paired = None
     if cfg.paired_rounds:  # both methods side by side in this process (paired.py)
-        times = paired_check(lambda method: build_step(method)[2], cfg.paired_rounds, cfg.num_warmup_batches,
-                             cfg.num_batches_per_iter, ctx.device, align_ranks)
+        with telemetry.phase("paired"):  # a comparison of its own: outside the protocol's timed window
+            times = paired_check(lambda method: build_step(method)[2], cfg.paired_rounds, cfg.num_warmup_batches,
+                                 cfg.num_batches_per_iter, ctx.device, align_ranks)
         paired = paired_measurements(all_gather_objects(times), cfg.paired_rounds,
                                      images_per_iteration(cfg, ctx.world_size))
     extra = {"parameters": sum(p.numel() for p in model.parameters()),
@@ -99,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if cfg.nccl_algo != NcclAlgo.auto and ctx.backend != "nccl":
             raise RuntimeError(f"workload.nccl_algo={cfg.nccl_algo.value} needs the nccl backend, but this "
                                f"point runs {ctx.backend}; use collective=nccl_ring or nccl_tree on GPUs")
-        body.update(benchmark(cfg, ctx, worker.seed))
+        body.update(benchmark(cfg, ctx, worker.seed, worker.telemetry))
         if ctx.is_main:
             print_like_horovod(body["derived"], cfg, ctx)
 

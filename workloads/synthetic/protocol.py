@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from conf.workload.synthetic import SyntheticConfig
 from workloads.common.distributed import DistContext
+from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.timing import StepClock, wall_s
 
 HOST_METHOD = ("time.perf_counter() at the same iteration boundaries, no device synchronize (what Horovod's "
@@ -35,20 +36,26 @@ def align_ranks(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def run_protocol(step: Step, cfg: SyntheticConfig, device: torch.device) -> Dict[str, object]:
-    """Warm-up, then num_iters timed iterations of num_batches_per_iter steps, on this rank."""
+def run_protocol(step: Step, cfg: SyntheticConfig, device: torch.device, telemetry: Telemetry = NO_TELEMETRY,
+                 world_size: int = 1) -> Dict[str, object]:
+    """Warm-up, then num_iters timed iterations of num_batches_per_iter steps, on this rank. GPU telemetry
+    marks the warm-up and each timed iteration (its images: every rank's)."""
+    images = images_per_iteration(cfg, world_size) * world_size
+    warmup_images = cfg.num_warmup_batches * cfg.per_worker_batch(world_size) * cfg.backward_passes_per_step
     warmup_start = wall_s()
-    for _ in range(cfg.num_warmup_batches):
-        step()
-    align_ranks(device)
+    with telemetry.phase("warmup", samples=warmup_images * world_size):
+        for _ in range(cfg.num_warmup_batches):
+            step()
+        align_ranks(device)
     warmup = wall_s() - warmup_start
     clock, host_marks = StepClock(device), []
     loop_start = wall_s()
     clock.mark()
     host_marks.append(wall_s())
-    for _ in range(cfg.num_iters):
-        for _ in range(cfg.num_batches_per_iter):
-            step()
+    for iteration in range(cfg.num_iters):
+        with telemetry.phase("iteration", index=iteration, timed=True, samples=images):
+            for _ in range(cfg.num_batches_per_iter):
+                step()
         clock.mark()
         host_marks.append(wall_s())
     device_times = clock.intervals_s()  # the one synchronize

@@ -28,21 +28,27 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from conf.workload.train import Dataset, TrainConfig
+from contract.result_format import WARMUP_EPOCHS
 from contract.sweep_layout import CHECKPOINT_FILE
 from workloads.common.checkpoint import EpochCheckpoint
 from workloads.common.distributed import DistContext
+from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.timing import wall_s
 from workloads.common.worker import start_worker
 from workloads.train import parallel
 from workloads.train.data import build_loader, per_worker_batch, resolve_dataset, set_epoch
 from workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
+from workloads.train.evaluation import eval_loader, evaluate
 from workloads.train.lr_schedule import lr_at_step, target_lr
 from workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
 from workloads.train.model import build_model, configure_backends, gradient_bytes
 from workloads.train.phases import PhaseClock
+from workloads.train.saved_model import save_model
+from workloads.train.tta import EvaluationLog
 
 
-def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: Dataset, extras: Extras) -> EpochLog:
+def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: Dataset, extras: Extras,
+          telemetry: Telemetry = NO_TELEMETRY) -> EpochLog:
     torch.manual_seed(seed)
     configure_backends(cfg, ctx)
     if cfg.max_batch_probe:
@@ -67,12 +73,19 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
         log.cold_epochs = sorted({0, *log.cold_epochs, first_epoch})
     if first_epoch and ctx.is_main:
         print(f"[rank 0] resumed from {checkpoint.path} after epoch {first_epoch}", flush=True)
+    held_out = eval_loader(cfg, ctx, per_worker_batch(cfg, ctx.world_size)) if cfg.eval_every else None
+    extras.evaluations = EvaluationLog() if held_out is not None else None
+    training_start = None  # the time-to-accuracy clock: from the first epoch's start, evaluations included
     for epoch in range(first_epoch, cfg.epochs):
         set_epoch(loader, epoch)
         stepper.reset_sums()
         dist.barrier()
         start = wall_s()
-        phases = run_epoch(stepper, loader, clock)
+        training_start = start if training_start is None else training_start
+        # GPU telemetry's epoch: the same window as the epoch time, timed as the result counts it (cold: not)
+        with telemetry.phase("epoch", index=epoch, timed=epoch not in log.cold_epochs,
+                             samples=len(loader) * global_batch):
+            phases = run_epoch(stepper, loader, clock)  # ends with a device synchronize
         elapsed = wall_s() - start
         record_epoch(log, stepper, phases, elapsed)
         if ctx.is_main:
@@ -81,9 +94,35 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
                   f"accuracy {log.train_accuracy[-1]:.4f}, lr {stepper.lr:.4g}", flush=True)
             if checkpoint:  # after the epoch's clock stopped: saving is not part of the epoch time
                 checkpoint.save(epoch + 1, model, optimizer, log)
+        if held_out is not None and (epoch + 1) % cfg.eval_every == 0:
+            evaluate_now(model, held_out, cfg, ctx, extras.evaluations, epoch, stepper.global_step, training_start,
+                         telemetry)
         dist.barrier()
+        # every rank saw the same all-reduced accuracy, so all stop together; never before epoch 2 (warm-up)
+        if target_met(extras.evaluations, cfg.target_accuracy) and epoch + 1 > WARMUP_EPOCHS:
+            break
+    if cfg.save_model and ctx.is_main:
+        classes = getattr(getattr(loader, "dataset", None), "classes", None) or [str(i) for i in range(cfg.num_classes)]
+        save_model(point_dir, model, cfg, classes, ctx.device)
     after_training(stepper, model, loader, cfg, ctx, extras)
     return log
+
+
+def evaluate_now(model, held_out, cfg: TrainConfig, ctx: DistContext, evaluations: EvaluationLog, epoch: int,
+                 step: int, training_start: float, telemetry: Telemetry) -> None:
+    """One evaluation, timed as its own phase (outside every epoch time), recorded with the TTA clock."""
+    began = wall_s()
+    with telemetry.phase("eval", index=epoch, timed=False):
+        top1, loss = evaluate(model, held_out, cfg, ctx)
+    ended = wall_s()
+    evaluations.record(epoch + 1, step, top1, loss, elapsed_s=ended - training_start, eval_s=ended - began)
+    if ctx.is_main:
+        print(f"[rank 0] evaluation after epoch {epoch + 1}: top-1 {top1:.4f}, loss {loss:.4f}, "
+              f"{ended - began:.3f} s", flush=True)
+
+
+def target_met(evaluations: EvaluationLog | None, target: float | None) -> bool:
+    return evaluations is not None and target is not None and any(top1 >= target for top1 in evaluations.top1)
 
 
 @record
@@ -98,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # An out-of-memory point keeps what the batch probe found: the report shows it as "does not fit".
     with worker.reporting(timing_words(PhaseClock(ctx.device).method),
                           oom_measurements=lambda: {"batch_probe": extras.batch_probe, "dataset": kind.value}) as body:
-        log = train(cfg, worker.seed, ctx, worker.point_dir, kind, extras)
+        log = train(cfg, worker.seed, ctx, worker.point_dir, kind, extras, worker.telemetry)
         body.update(summarize(log, cfg, ctx.world_size, extras, kind, note))
     # Reached only when result.json was written with status ok (reporting re-raises any failure): the
     # point is complete and its checkpoint, kept for a requeue or resume, is no longer needed.

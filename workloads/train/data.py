@@ -81,7 +81,7 @@ class SyntheticImages(Dataset):
         return self.images[index % len(self.images)], self.labels[index]
 
 
-def local_cifar10(root: str, transform) -> Dataset:
+def local_cifar10(root: str, transform, train: bool = True) -> Dataset:
     """torchvision's CIFAR10 reader on files already on disk.
 
     torchvision checks each file's MD5 against the official archive's, which only makes sense right
@@ -102,7 +102,7 @@ def local_cifar10(root: str, transform) -> Dataset:
 
     if not cifar10_on_disk(root):
         raise FileNotFoundError(f"workload.data_root={root}: no CIFAR-10 (cifar-10-batches-py) there")
-    return LocalCIFAR10(root, train=True, download=False, transform=transform)
+    return LocalCIFAR10(root, train=train, download=False, transform=transform)
 
 
 def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = None) -> Dataset:
@@ -114,17 +114,18 @@ def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = Non
 
     normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
     if kind == DatasetKind.cifar10:
-
-        transform = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(), normalize])
-        return local_cifar10(cfg.data_root, transform)
+        # augment=false: no flip (it mirrors digits) and no crop, e.g. the digits written as CIFAR-10
+        augment = [T.RandomCrop(32, padding=4), T.RandomHorizontalFlip()] if cfg.augment else []
+        return local_cifar10(cfg.data_root, T.Compose([*augment, T.ToTensor(), normalize]))
     from torchvision.datasets import ImageFolder
 
     root = Path(cfg.data_root) / "train"
     if not root.is_dir():
         raise FileNotFoundError(f"workload.data_root={cfg.data_root!r} has no train/ folder of class "
                                 "sub-folders (torchvision ImageFolder layout)")
-    transform = T.Compose([T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip(), T.ToTensor(),
-                           normalize])
+    augment = [T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip()] if cfg.augment else \
+        [T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size)]
+    transform = T.Compose([*augment, T.ToTensor(), normalize])
     return ImageFolder(str(root), transform=transform)
 
 

@@ -20,6 +20,7 @@ from conf.workload.train import Dataset, Parallel, Precision, TrainConfig
 from contract.result_format import timed_epoch_indices
 from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.train import overhead, parallel
+from workloads.train.tta import EvaluationLog, time_to_accuracy
 from workloads.train.batch_probe import probe_max_batch
 from workloads.train.data import per_worker_batch
 from workloads.train.epochs import EpochLog, Stepper
@@ -45,6 +46,7 @@ class Extras:
     gradient_bytes: int = 0
     steps_per_epoch: int = 0
     lr_target: float = 0.0
+    evaluations: Optional[EvaluationLog] = None  # workload.eval_every > 0
 
 
 def timing_words(clock_method: str) -> Dict[str, str]:
@@ -147,4 +149,7 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "final_train_loss": log.train_loss[-1],
         "final_train_accuracy": log.train_accuracy[-1],
     }
+    if extras.evaluations is not None:  # contract/saved_model.py: the evaluation record and time to accuracy
+        measurements["evaluation"] = extras.evaluations.as_dict()
+        derived["tta"] = time_to_accuracy(extras.evaluations, cfg.target_accuracy)
     return {"measurements": measurements, "derived": derived}

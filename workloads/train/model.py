@@ -1,18 +1,12 @@
-"""The model of the train workload: a torchvision classifier, optionally with the CIFAR ResNet stem, and how
-it runs on the device (memory format, cuDNN benchmark mode, TF32).
-
-`cifar_stem=true` (ResNets only) replaces the ImageNet stem (7x7 stride-2 conv + 3x3 stride-2 max-pool,
-which shrink a 32x32 image to 8x8 before the first block) by a 3x3 stride-1 conv and no pool: the
-ResNet-18 of the CIFAR-10 literature and course assignments (He et al. 2016, sec. 4.2 style stem; e.g.
-kuangliu/pytorch-cifar), with torchvision's blocks unchanged.
-"""
+"""The model of the train workload (built by models.build_classifier: hpml's own or torchvision's, optionally
+with the CIFAR ResNet stem) and how it runs on the device (memory format, cuDNN benchmark mode, TF32)."""
 
 from __future__ import annotations
 
 import torch
-import torchvision
 
 from conf.workload.train import Parallel, TrainConfig
+from models.build import build_classifier
 from workloads.common.distributed import DistContext
 
 
@@ -21,14 +15,7 @@ def memory_format(cfg: TrainConfig) -> torch.memory_format:
 
 
 def build_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
-    model = torchvision.models.get_model(cfg.model, num_classes=cfg.num_classes)
-    if cfg.cifar_stem:
-        if not isinstance(model, torchvision.models.ResNet):
-            raise ValueError(f"workload.cifar_stem=true needs a ResNet (resnet18, resnet50, ...), not "
-                             f"workload.model={cfg.model}")
-        model.conv1 = torch.nn.Conv2d(3, model.conv1.out_channels, kernel_size=3, stride=1, padding=1,
-                                      bias=False)
-        model.maxpool = torch.nn.Identity()
+    model = build_classifier(cfg.model, num_classes=cfg.num_classes, cifar_stem=cfg.cifar_stem)
     return model.to(device=device, memory_format=memory_format(cfg))
 
 

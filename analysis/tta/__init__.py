@@ -1,0 +1,29 @@
+"""The time-to-accuracy report (issue 13; docs/studies/time-to-accuracy.md): train results that carry an
+evaluation record (measurements.evaluation, derived.tta: contract/saved_model.py). analysis.registry runs it
+after the train sections, on the same results; it adds nothing when no result was evaluated.
+
+    runs.py      one result -> one run record (TTA recomputed from the per-evaluation arrays)
+    tables.py    run records -> one row per (configuration, target, hardware): n, converged, TTA statistics
+    sections.py  rows -> Sections (rounded cells), the figures per configuration
+    plots.py     accuracy vs wall-clock of every run; TTA spread per hardware
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from analysis.results import WorkloadResults
+from analysis.sections import Section
+from analysis.tta.runs import has_evaluation, tta_run
+from analysis.tta.sections import tta_sections
+from analysis.tta.tables import tta_table
+
+__all__ = ["sections"]
+
+
+def sections(results: WorkloadResults) -> List[Section]:
+    evaluated = [doc for doc in results.ok if has_evaluation(doc)]
+    if not evaluated:
+        return []
+    runs = results.rows(lambda doc: [tta_run(doc)], evaluated)
+    return tta_sections(runs, tta_table(runs)) if runs else []

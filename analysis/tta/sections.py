@@ -1,0 +1,96 @@
+"""The time-to-accuracy sections: analysis.tta.tables' table as rounded Markdown/LaTeX cells (its frame, full
+precision, is tta.csv) and the two figures per configuration. Formatting only."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import pandas as pd
+
+from analysis.sections import Figure, Section, Table
+from analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, differing_labels, is_missing, natural_key
+from analysis.tta.plots import curves_png, spread_png
+
+TABLE = "tta"
+
+# mlcommons/training_policies, CONTRIBUTING.md, "How to choose the number of submission runs (N) needed?"
+# (its table of the MLPerf Training 3.1 reference convergence points, read at commit 01d9c262)
+MLPERF_CONTEXT = (
+    "Context: in MLPerf Training's reference convergence points (v3.1), the CoV of epochs to target is 0.000 "
+    "(SSD, batch 256) to 0.088 (RNN-T, batch 512) for every benchmark but U-Net3D (0.179-0.219, which is why it "
+    "takes 40 runs); ResNet-50: 0.031 at batch 1,632, 0.007 at batch 67,840 (mlcommons/training_policies, "
+    "CONTRIBUTING.md, \"How to choose the number of submission runs (N) needed?\"). MLPerf scores image "
+    "classification over 5 runs by the olympic mean (training_rules.adoc, \"Benchmark Results\").")
+
+INTRO = (
+    "Per configuration (the point's config without sweep, cluster, resource requests and the keys that only "
+    "describe the hardware or its price; nodes and workers per node kept) and hardware (the result's first GPU "
+    "model; cpu without one). n: the runs with a target; converged: those whose validation top-1 reached it "
+    "(k / n). TTA: wall-clock from the start of training to the first evaluation at or above the target, "
+    "evaluation time included; \"w/o eval\": the same clock with "
+    "the time spent evaluating left out. Over the k converged runs: mean ± sample std (ddof="
+    f"{SAMPLE_DDOF}), CoV = std / mean (— for k < 2), median [min, max]. Olympic mean (MLPerf): the converged "
+    "times without the fastest and the slowest; one non-converged run counts as the slowest and is dropped; "
+    f"with more than one it is invalid (—), and undefined for n < {OLYMPIC_MIN_RUNS}. A run that never reached "
+    "the target is not converged, never a time.\n\n" + MLPERF_CONTEXT)
+
+HEADERS = ["hardware", "runs (n)", "converged", "TTA [s] mean ± std", "CoV", "TTA median [min, max] [s]",
+           "olympic mean [s]", "TTA w/o eval [s] mean ± std", "CoV w/o eval", "olympic w/o eval [s]",
+           "epochs to target mean ± std", "CoV epochs", "steps to target (mean)"]
+
+
+def _num(value: Any, fmt: str) -> str:
+    return "—" if is_missing(value) else format(value, fmt)
+
+
+def _mean_std(r: Dict[str, Any], prefix: str, fmt: str) -> str:
+    if is_missing(r[f"{prefix}_mean"]):
+        return "—"
+    std = "" if is_missing(r[f"{prefix}_std"]) else f" ± {r[f'{prefix}_std']:{fmt}}"  # no spread of one run
+    return f"{r[f'{prefix}_mean']:{fmt}}{std} (n={r['converged']})"
+
+
+def _olympic(r: Dict[str, Any], key: str) -> str:
+    return _num(r[key], ".2f") if not is_missing(r[key]) else f"— ({r['olympic_status']})"
+
+
+def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
+    body = []
+    for r in rows.to_dict("records"):
+        median = ("—" if is_missing(r["tta_s_median"])
+                  else f"{r['tta_s_median']:.2f} [{r['tta_s_min']:.2f}, {r['tta_s_max']:.2f}]")
+        body.append([r["hardware"], r["runs"], f"{r['converged']}/{r['runs']} ({r['converged_fraction'] * 100:.0f} %)",
+                     _mean_std(r, "tta_s", ".2f"), _num(r["tta_s_cov"], ".4f"), median, _olympic(r, "tta_s_olympic"),
+                     _mean_std(r, "tta_train_s", ".2f"), _num(r["tta_train_s_cov"], ".4f"),
+                     _olympic(r, "tta_train_s_olympic"), _mean_std(r, "epochs", ".2f"), _num(r["epochs_cov"], ".4f"),
+                     _num(r["steps_mean"], ".1f")])
+    return body
+
+
+def _figure_name(stem: str, index: int, count: int) -> str:
+    return f"{stem}.png" if count == 1 else f"{stem}_{index}.png"
+
+
+def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame) -> List[Section]:
+    """The heading section, then one per configuration: its table (runs with a target) and its two figures."""
+    by_config: Dict[str, List[Dict[str, Any]]] = {}
+    for run in runs:
+        by_config.setdefault(run["config_key"], []).append(run)
+    labels = differing_labels({key: members[0]["config_items"] for key, members in by_config.items()})
+    sections = [Section("Time to accuracy", markdown=INTRO)]
+    for index, key in enumerate(sorted(by_config, key=lambda k: (natural_key(labels[k]), k)), start=1):
+        members = by_config[key]
+        targets = sorted({run["target"] for run in members if run["target"] is not None})
+        goal = f" to {', '.join(f'{t * 100:g} %' for t in targets)} top-1" if targets else ", no target"
+        title = f"Time to accuracy: {members[0]['model']}{goal} {labels[key]}".rstrip()
+        untargeted = sum(run["target"] is None for run in members)
+        text = f"{len(members)} run(s) with an evaluation record" + (
+            f"; {untargeted} evaluated without a target: plotted, not tabulated" if untargeted else "") + "."
+        rows = table[table["config_key"] == key] if not table.empty else table
+        tables = [Table(TABLE, HEADERS, table_rows(rows), rows.reset_index(drop=True))] if not rows.empty else []
+        curves, spread = (_figure_name(stem, index, len(by_config)) for stem in ("tta_curves", "tta_spread"))
+        drawn = [curves] + ([spread] if any(run["converged"] for run in members) else [])
+        sections.append(Section(title, markdown=text, tables=tables, level=3, after=f"Figures: {', '.join(drawn)}.",
+                                figures=[Figure(curves, lambda path, m=members, t=title: curves_png(m, path, t)),
+                                         Figure(spread, lambda path, m=members, t=title: spread_png(m, path, t))]))
+    return sections

@@ -1,0 +1,84 @@
+"""Run records -> the time-to-accuracy table: one row per (configuration, target, hardware). Pure.
+
+Over the runs of a row with a target (n):
+- converged: how many reached the target, and the fraction k / n.
+- TTA (evaluation included) and TTA without evaluation time, each over the k converged runs: mean, sample std
+  (ddof = 1), CoV = std / mean (never rounded), median, min, max; std and CoV are NaN for k < 2 (one time
+  has no spread), every statistic NaN for k = 0.
+- olympic mean (analysis.stats.olympic_mean, MLPerf's rule): the converged times without the fastest and the
+  slowest; one non-converged run stands as the slowest and is dropped; with more than one the olympic mean is
+  invalid (NaN, olympic_status says why), as it is for n < 3.
+- epochs to target: mean, sample std, CoV over the converged runs (what MLPerf's reference-convergence CoV is
+  of); steps to target: mean.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Dict, List, Optional, Sequence
+
+import pandas as pd
+
+from analysis.stats import (OLYMPIC_MIN_RUNS, SAMPLE_DDOF, coefficient_of_variation, natural_key, olympic_mean,
+                            sample_std)
+
+NAN = float("nan")
+COLUMNS = ["config_key", "model", "target", "hardware", "runs", "converged", "converged_fraction", "std_ddof"]
+
+
+def spread(values: Sequence[float], prefix: str) -> Dict[str, float]:
+    """mean, std (ddof=1), cov, median, min, max of values under prefix_*; NaN where undefined."""
+    names = ("mean", "std", "cov", "median", "min", "max")
+    if not values:
+        return {f"{prefix}_{name}": NAN for name in names}
+    spread_known = len(values) > 1  # one value has no spread (stats would say 0.0)
+    return {f"{prefix}_mean": statistics.fmean(values), f"{prefix}_std": sample_std(values) if spread_known else NAN,
+            f"{prefix}_cov": coefficient_of_variation(values, SAMPLE_DDOF) if spread_known else NAN,
+            f"{prefix}_median": statistics.median(values), f"{prefix}_min": min(values), f"{prefix}_max": max(values)}
+
+
+def olympic_status(runs: int, not_converged: int) -> str:
+    if not_converged > 1:
+        return f"invalid: {not_converged} runs not converged (MLPerf allows one)"
+    if runs < OLYMPIC_MIN_RUNS:
+        return f"undefined: {runs} run(s), needs {OLYMPIC_MIN_RUNS}"
+    return "ok" if not not_converged else "ok: the non-converged run dropped as the slowest"
+
+
+def _olympic(values: Sequence[float], not_converged: int) -> float:
+    result: Optional[float] = olympic_mean(values, not_converged)
+    return NAN if result is None else result
+
+
+def row(members: List[Dict[str, Any]]) -> Dict[str, Any]:
+    first = members[0]
+    done = [r for r in members if r["converged"]]
+    missed = len(members) - len(done)
+    tta = [r["tta_s"] for r in done]
+    tta_train = [r["tta_train_s"] for r in done]
+    epochs = [float(r["epochs_to_target"]) for r in done]
+    steps = [float(r["steps_to_target"]) for r in done]
+    return {
+        "config_key": first["config_key"], "model": first["model"], "target": first["target"],
+        "hardware": first["hardware"], "runs": len(members), "converged": len(done),
+        "converged_fraction": len(done) / len(members), "std_ddof": SAMPLE_DDOF,
+        **spread(tta, "tta_s"), "tta_s_olympic": _olympic(tta, missed),
+        **spread(tta_train, "tta_train_s"), "tta_train_s_olympic": _olympic(tta_train, missed),
+        "olympic_status": olympic_status(len(members), missed),
+        **spread(epochs, "epochs"),
+        "steps_mean": statistics.fmean(steps) if steps else NAN,
+        "paths": " ".join(r["path"] for r in members),
+    }
+
+
+def tta_table(runs: Sequence[Dict[str, Any]]) -> pd.DataFrame:
+    """One row per (configuration, target, hardware) of the runs that had a target; sorted by configuration,
+    then hardware."""
+    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    for run in runs:
+        if run["target"] is not None:
+            groups.setdefault((run["config_key"], run["target"], run["hardware"]), []).append(run)
+    keys = sorted(groups, key=lambda k: (k[0], k[1], natural_key(k[2])))
+    rows = [row(groups[key]) for key in keys]
+    frame = pd.DataFrame(rows)
+    return frame if rows else pd.DataFrame(columns=COLUMNS)

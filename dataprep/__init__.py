@@ -1,0 +1,6 @@
+"""Data sets made from data already on the machine (nothing is downloaded): `hpml data <name>`.
+
+    digits_cifar.py  scikit-learn's bundled 8x8 digits written in CIFAR-10's on-disk python format (so the train
+                     workload's real CIFAR-10 reader reads them), and an out-of-distribution image folder
+    cli.py           the `hpml data` command
+"""

@@ -1,0 +1,89 @@
+"""`hpml evaluate SWEEP_DIR --images DIR [--out OUTDIR]`: every saved model of a sweep scored on an image folder.
+
+Prints the Markdown report and writes OUTDIR/evaluate.md, evaluate.csv (one row per model),
+evaluate_hardware.csv (per hardware group) and their LaTeX tables (OUTDIR defaults to SWEEP_DIR/report/).
+A model.pt that cannot be read or rebuilt is listed under "Models not evaluated", the others are still
+scored. One `hpml: error:` line and exit 2: no model.pt under SWEEP_DIR, none usable, or an image folder
+that cannot be scored (evaluation.images says which cases).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+from analysis.sections import report_markdown, write_sections
+from evaluation.accuracy import evaluation_device, score
+from evaluation.images import ImageFolderError, check_names, class_folders, dataset
+from evaluation.models import SavedModelError, find_saved_models, load_saved, rebuild
+from evaluation.report import Evaluated, sections
+
+REPORT_MD = "evaluate.md"
+
+
+class EvaluateError(Exception):
+    """Nothing can be evaluated; main prints it as one line."""
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="hpml evaluate",
+                                     description="Top-1 accuracy of every points/*/model.pt under SWEEP_DIR on an "
+                                                 "image folder (DIR/<class>/<images>).")
+    parser.add_argument("sweep_dir", type=Path, help="a sweep directory, or a folder holding sweeps")
+    parser.add_argument("--images", type=Path, required=True, help="image folder: one sub-folder per class, "
+                                                                   "named like the training classes")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where to write {REPORT_MD} and the CSV files (default: SWEEP_DIR/report/)")
+    return parser.parse_args(argv)
+
+
+def evaluate(sweep_dir: Path, images: Path) -> Tuple[str, list]:
+    """(Markdown, sections). Raises EvaluateError or ImageFolderError for input that cannot be evaluated."""
+    if not sweep_dir.is_dir():
+        raise EvaluateError(f"{sweep_dir} is not a directory; give a sweep directory (or a folder of sweeps)")
+    paths = find_saved_models(sweep_dir)
+    if not paths:
+        raise EvaluateError(f"no points/<n>/model.pt under {sweep_dir}: its training runs kept no model (the "
+                            "train workload saves one when a run ends with its final weights)")
+    folders = class_folders(images)
+    device = evaluation_device()
+    evaluated: List[Evaluated] = []
+    not_evaluated: List[Tuple[Path, str]] = []
+    for path in paths:
+        try:
+            saved = load_saved(path, sweep_dir)
+            check_names(folders, saved.classes, f"the model of {saved.point}")
+            model = rebuild(saved, device)
+        except SavedModelError as error:
+            not_evaluated.append((path, str(error)))
+            continue
+        data = dataset(folders, saved.classes, saved.image_size, saved.mean, saved.std)
+        evaluated.append(Evaluated(saved, score(model, data, device)))
+        del model, saved  # one model in memory at a time
+    if not evaluated:
+        raise EvaluateError(f"none of the {len(paths)} model.pt files under {sweep_dir} could be evaluated; "
+                            f"first: {not_evaluated[0][0]}: {not_evaluated[0][1]}")
+    parts = sections(evaluated, folders, not_evaluated)
+    return report_markdown(f"hpml evaluate: {sweep_dir} on {images}", parts), parts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        markdown, parts = evaluate(args.sweep_dir, args.images)
+    except (EvaluateError, ImageFolderError) as error:
+        print(f"hpml: error: {error}", file=sys.stderr)
+        return 2
+    print(markdown, end="")
+    out_dir = args.out or args.sweep_dir / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / REPORT_MD).write_text(markdown)
+    written = [out_dir / REPORT_MD] + write_sections(parts, out_dir)
+    print(f"\nhpml: wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

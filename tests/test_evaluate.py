@@ -1,0 +1,215 @@
+"""`hpml evaluate SWEEP_DIR --images DIR` (evaluation/): saved models scored on generated image folders.
+
+The models are real torchvision ResNet-18s (CIFAR stem) rebuilt by the train workload's build_model, with
+weights fixed by the test so that the prediction is known by hand: the network passes the pixels' mean over
+R, G, B (after the saved normalization) through its shortcuts, and the "bright" logit wins when that value
+exceeds the "dark" logit's bias. The folder holds PNG and JPEG images of several sizes and modes.
+"""
+
+import csv
+import functools
+import math
+import shutil
+
+import pytest
+import torch
+from PIL import Image
+
+from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
+from evaluation.models import ModelSpec
+from launcher.cli import main as hpml
+from workloads.train.model import build_model
+
+CLASSES = ["dark", "bright"]  # label order of the model; ImageFolder's sorted order is the reverse
+MEAN, STD = 0.6, 0.2  # the saved normalization: bright iff (v - 0.6) / 0.2 > threshold, v the gray level 0-1
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+@functools.lru_cache(maxsize=None)
+def brightness_resnet(threshold: float) -> torch.nn.Module:
+    model = build_model(ModelSpec("resnet18", 2, True), torch.device("cpu"))
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Conv2d):
+                module.weight.zero_()
+            elif isinstance(module, torch.nn.BatchNorm2d):  # identity in eval mode (up to eps = 1e-5)
+                module.weight.fill_(1.0)
+                module.bias.zero_()
+                module.running_mean.zero_()
+                module.running_var.fill_(1.0)
+        model.conv1.weight[0, :, 1, 1] = 1.0 / 3  # channel 0 = the pixel's mean over R, G, B; relu keeps > 0
+        for layer in (model.layer2, model.layer3, model.layer4):
+            layer[0].downsample[0].weight[0, 0, 0, 0] = 1.0  # residual branches are 0: the shortcut carries it
+        model.fc.weight.zero_()
+        model.fc.bias.zero_()
+        model.fc.weight[CLASSES.index("bright"), 0] = 1.0
+        model.fc.bias[CLASSES.index("dark")] = threshold
+    return model
+
+
+def save_model(sweep, point, threshold, hardware, **changes):
+    path = sweep / "points" / str(point) / MODEL_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = {"format": SAVED_MODEL_FORMAT, "state_dict": brightness_resnet(threshold).state_dict(),
+             "model": {"name": "resnet18", "num_classes": 2, "image_size": 32, "cifar_stem": True},
+             "classes": list(CLASSES), "normalize": {"mean": [MEAN] * 3, "std": [STD] * 3}, "hardware": hardware}
+    saved.update(changes)
+    torch.save(saved, path)
+    return path
+
+
+def gray(mode, size, level):
+    return Image.new("RGB", size, (level,) * 3).convert(mode)
+
+
+def write_images(root):
+    """9 images; the predictions with threshold 0.1 (bright iff v > 0.62) and 1.0 (v > 0.8) in the comments."""
+    (root / "bright").mkdir(parents=True)
+    (root / "dark").mkdir()
+    gray("RGB", (32, 32), 255).save(root / "bright" / "b1.png")  # 1.00: bright, bright
+    gray("RGB", (50, 70), 220).save(root / "bright" / "b2.jpg", quality=95)  # 0.86: bright, bright
+    gray("L", (7, 9), 200).save(root / "bright" / "b3.png")  # 0.78: bright, dark
+    Image.new("RGBA", (40, 40), (255, 255, 255, 0)).save(root / "bright" / "b4.PNG")  # alpha dropped: white
+    gray("RGB", (32, 32), 20).save(root / "bright" / "b5.png")  # 0.08: dark, dark (a dark image misfiled)
+    gray("L", (100, 30), 0).save(root / "dark" / "d1.jpeg")  # 0: dark, dark
+    # 0.55: dark under the saved normalization (0.55 < 0.62); raw, or with CIFAR's or ImageNet's, it would be bright
+    gray("RGB", (32, 32), 140).save(root / "dark" / "d2.png")
+    gray("P", (16, 16), 255).save(root / "dark" / "d3.png")  # palette, white: bright, bright (misfiled)
+    # 96x32, black centre, white sides: the evaluation transform's centre crop sees black (dark, dark);
+    # stretched whole to 32x32 instead, the white sides would make it bright
+    wide = Image.new("RGB", (96, 32), (255, 255, 255))
+    wide.paste((0, 0, 0), (32, 0, 64, 32))
+    wide.save(root / "dark" / "d4.png")
+    (root / "dark" / "notes.txt").write_text("not an image: ignored")
+
+
+@pytest.fixture(scope="module")
+def saved_study(tmp_path_factory):
+    """Four models (45 MB each) saved once per module; each test works on a copy."""
+    root = tmp_path_factory.mktemp("study")
+    save_model(root / "sweep", 0, 0.1, H100)
+    save_model(root / "sweep", 1, 0.1, H100)
+    save_model(root / "sweep", 2, 1.0, H200)
+    save_model(root / "sweep", 3, 0.1, H200)
+    write_images(root / "images")
+    return root
+
+
+@pytest.fixture
+def study(saved_study, tmp_path):
+    shutil.copytree(saved_study, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "sweep", tmp_path / "images"
+
+
+def test_accuracy_per_model_and_per_hardware_against_a_hand_count(study, capsys):
+    sweep, images = study
+    assert hpml(["evaluate", str(sweep), "--images", str(images)]) == 0
+    out = capsys.readouterr().out
+    report = sweep / "report"
+    assert out == (report / "evaluate.md").read_text()
+    with open(report / "evaluate.csv") as f:
+        models = list(csv.DictReader(f))
+    # threshold 0.1: b1 b2 b3 b4 right, b5 wrong; d1 d2 d4 right, d3 wrong -> 7 / 9
+    # threshold 1.0: b3 turns dark (wrong) -> 6 / 9
+    assert [(m["point"], m["hardware"], int(m["correct"]), int(m["images"])) for m in models] == [
+        ("points/0", H100, 7, 9), ("points/1", H100, 7, 9), ("points/2", H200, 6, 9), ("points/3", H200, 7, 9)]
+    assert [float(m["top1"]) for m in models] == pytest.approx([7 / 9, 7 / 9, 6 / 9, 7 / 9])
+    with open(report / "evaluate_hardware.csv") as f:
+        hardware = {row["hardware"]: row for row in csv.DictReader(f)}
+    assert float(hardware[H100]["top1_mean"]) == pytest.approx(7 / 9) and float(hardware[H100]["top1_std"]) == 0.0
+    assert float(hardware[H200]["top1_mean"]) == pytest.approx(13 / 18)
+    assert float(hardware[H200]["top1_std"]) == pytest.approx(math.sqrt(2 * (1 / 18) ** 2))  # ddof=1, n=2
+    assert "| points/2 | NVIDIA H200 | resnet18 (CIFAR stem) | 9 | 6 | 66.67 |" in out
+    assert "| NVIDIA H200 | 2 | 72.22 ± 7.86 | 66.67 | 77.78 |" in out
+    assert "9 in 2 class folders (bright: 5, dark: 4)" in out
+
+
+def test_out_option_and_a_single_model_has_no_spread(study, tmp_path, capsys):
+    sweep, images = study
+    for point in (1, 2, 3):
+        (sweep / "points" / str(point) / MODEL_FILE).unlink()
+    assert hpml(["evaluate", str(sweep), "--images", str(images), "--out", str(tmp_path / "o")]) == 0
+    assert f"| {H100} | 1 | 77.78 ± — | 77.78 | 77.78 |" in capsys.readouterr().out
+    assert (tmp_path / "o" / "evaluate.csv").exists() and not (sweep / "report").exists()
+
+
+def test_unusable_models_are_listed_and_the_others_scored(study, capsys):
+    sweep, images = study
+    (sweep / "points" / "1" / MODEL_FILE).write_text("not a torch file")
+    save_model(sweep, 2, 0.1, H200, classes=["dark", "bright", "grey"])
+    three = build_model(ModelSpec("resnet18", 3, True), torch.device("cpu")).state_dict()
+    save_model(sweep, 3, 0.1, H200, state_dict=three)
+    save_model(sweep, 4, 0.1, H200, format=99)
+    assert hpml(["evaluate", str(sweep), "--images", str(images)]) == 0
+    out = capsys.readouterr().out
+    assert "## Models not evaluated (4)" in out
+    assert "points/1/model.pt`: unreadable (" in out
+    assert "points/2/model.pt`: classes: 3 names for num_classes=2" in out
+    assert "points/3/model.pt`: cannot rebuild resnet18 (CIFAR stem): size mismatch for fc.weight" in out
+    assert "points/4/model.pt`: format 99; this hpml reads format 1" in out
+    assert "| points/0 | NVIDIA H100 80GB HBM3 | resnet18 (CIFAR stem) | 9 | 7 | 77.78 |" in out
+
+
+def _error(capsys, *args):
+    assert hpml(["evaluate", *map(str, args)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hpml: error: ")
+    return err[0]
+
+
+def test_a_folder_named_like_no_class_is_one_line(study, capsys):
+    sweep, images = study
+    gray("RGB", (32, 32), 128).save(images / "cat.png")  # a loose file is not a class folder: ignored
+    (images / "cat").mkdir()
+    gray("RGB", (32, 32), 128).save(images / "cat" / "c.png")
+    assert "folder 'cat' is not a class of the model of points/0 (its classes: dark, bright)" in \
+        _error(capsys, sweep, "--images", images)
+
+
+def test_an_empty_class_folder_or_no_class_folder_is_one_line(study, tmp_path, capsys):
+    sweep, images = study
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    gray("RGB", (8, 8), 0).save(empty / "loose.png")
+    assert "no class folders" in _error(capsys, sweep, "--images", empty)
+    (empty / "dark").mkdir()
+    (empty / "dark" / "readme.txt").write_text("no image here")
+    assert f"--images {empty / 'dark'}: no images in this class folder" in _error(capsys, sweep, "--images", empty)
+    assert "not a directory" in _error(capsys, sweep, "--images", tmp_path / "nowhere")
+
+
+def test_an_unreadable_image_is_one_line(study, capsys):
+    sweep, images = study
+    (images / "dark" / "broken.png").write_bytes(b"\x89PNG but not really")
+    assert "broken.png: not a readable image" in _error(capsys, sweep, "--images", images)
+
+
+def test_a_sweep_without_models_is_one_line(tmp_path, capsys):
+    earlier = tmp_path / "sweep" / "points" / "0" / "attempts" / "1"  # an earlier attempt's model: not the point's
+    earlier.mkdir(parents=True)
+    shutil.move(save_model(tmp_path, 0, 0.1, H100), earlier / MODEL_FILE)
+    shutil.rmtree(tmp_path / "points")
+    assert "no points/<n>/model.pt under" in _error(capsys, tmp_path / "sweep", "--images", tmp_path)
+
+
+def test_the_rebuild_is_the_train_workloads_model():
+    """ModelSpec gives build_model what it reads; without the stem it is torchvision's ImageNet ResNet."""
+    plain = build_model(ModelSpec("resnet18", 10, False), torch.device("cpu"))
+    stem = build_model(ModelSpec("resnet18", 10, True), torch.device("cpu"))
+    assert plain.conv1.kernel_size == (7, 7) and isinstance(plain.maxpool, torch.nn.MaxPool2d)
+    assert stem.conv1.kernel_size == (3, 3) and isinstance(stem.maxpool, torch.nn.Identity)
+
+
+@pytest.mark.gpu
+def test_cuda_scores_what_the_cpu_scores(study):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from evaluation.accuracy import score
+    from evaluation.images import class_folders, dataset
+    from evaluation.models import load_saved, rebuild
+
+    sweep, images = study
+    saved = load_saved(sweep / "points" / "2" / MODEL_FILE, sweep)
+    data = dataset(class_folders(images), saved.classes, saved.image_size, saved.mean, saved.std)
+    on = {kind: score(rebuild(saved, torch.device(kind)), data, torch.device(kind)) for kind in ("cpu", "cuda")}
+    assert on["cuda"] == on["cpu"] and on["cpu"].correct == 6

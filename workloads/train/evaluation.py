@@ -1,0 +1,62 @@
+"""Evaluation on the held-out split, every workload.eval_every epochs: top-1 and mean loss over the whole split.
+
+Each rank evaluates every world_size-th sample (rank, rank + W, ...), so the split is covered exactly once with
+no padding (a DistributedSampler would repeat samples to even the shards out and bias the accuracy); one
+all-reduce of (correct, loss sum, count) gives every rank the same numbers, so all ranks agree on stopping.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Tuple
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from conf.workload.train import Dataset as DatasetKind, Precision, TrainConfig
+from workloads.common.distributed import DistContext
+from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from workloads.train.model import memory_format
+
+
+def held_out_dataset(cfg: TrainConfig) -> Dataset:
+    """CIFAR-10's test batch, or an image folder's val/, transformed for evaluation (no augmentation)."""
+    import torchvision.transforms as T
+
+    normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
+    if cfg.dataset == DatasetKind.cifar10:
+        return local_cifar10(cfg.data_root, T.Compose([T.ToTensor(), normalize]), train=False)
+    from torchvision.datasets import ImageFolder
+
+    transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), T.ToTensor(), normalize])
+    return ImageFolder(str(Path(cfg.data_root) / "val"), transform=transform)
+
+
+def eval_loader(cfg: TrainConfig, ctx: DistContext, batch: int) -> DataLoader:
+    dataset = held_out_dataset(cfg)
+    shard: List[int] = list(range(ctx.rank, len(dataset), ctx.world_size))
+    return DataLoader(Subset(dataset, shard), batch_size=batch, shuffle=False, num_workers=cfg.loader_workers,
+                      pin_memory=ctx.device.type == "cuda")
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: DistContext) -> Tuple[float, float]:
+    """(top-1 as a fraction, mean cross-entropy) over the whole held-out split, the same on every rank."""
+    was_training = model.training
+    model.eval()
+    totals = torch.zeros(3, dtype=torch.float64, device=ctx.device)  # correct, loss sum, samples
+    for images, labels in loader:
+        images = images.to(ctx.device, non_blocking=True, memory_format=memory_format(cfg))
+        labels = labels.to(ctx.device, non_blocking=True)
+        with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=cfg.precision == Precision.bf16):
+            logits = model(images)
+        loss = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
+        totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double(),
+                               torch.tensor(float(labels.numel()), dtype=torch.float64, device=ctx.device)])
+    dist.all_reduce(totals)
+    model.train(was_training)
+    correct, loss_sum, count = totals.tolist()
+    if count == 0:
+        raise ValueError("the held-out split is empty: nothing to evaluate on")
+    return correct / count, loss_sum / count
