@@ -66,6 +66,11 @@ class WorkloadConfig:
 
     # --- device and backend ------------------------------------------------------------------------------
 
+    @property
+    def devices_per_worker(self) -> int:
+        """GPUs one worker process drives (train's DataParallel drives several; every other workload one)."""
+        return 1
+
     def runs_on_cpu(self, resources: ResourcesConfig) -> bool:
         """Whether the point's workers run on the CPU, as far as the config can tell."""
         return self.device == Device.cpu or (self.device == Device.auto and resources.gpus_per_node == 0)

@@ -5,10 +5,8 @@ or a folder of sweeps); files under points/<n>/attempts/ (earlier attempts moved
 not the point's model and are skipped. It is read with torch.load(weights_only=True): tensors and plain
 values only, never arbitrary pickled code.
 
-The network is rebuilt by the train workload's own build_model (workloads.train.model), so the evaluated
-architecture, CIFAR stem included, is the trained one by construction. build_model reads four attributes of
-its config (model, num_classes, cifar_stem, channels_last); `ModelSpec` supplies them without a TrainConfig
-(tests/test_evaluate.py rebuilds through it, so a new attribute read there fails a test, not a user).
+The network is rebuilt by models.build.build_classifier, the one builder the train workload trains with, so
+the evaluated architecture, CIFAR stem included, is the trained one by construction.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ import torch
 
 from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from contract.sweep_layout import POINTS_DIR
+from models.build import build_classifier
 
 
 class SavedModelError(Exception):
@@ -30,12 +29,11 @@ class SavedModelError(Exception):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What build_model reads from a TrainConfig, from a saved model's "model" entry."""
+    """The architecture a saved model's "model" entry names."""
 
     model: str
     num_classes: int
     cifar_stem: bool
-    channels_last: bool = False  # memory layout only; evaluation keeps the default
 
 
 @dataclass
@@ -121,10 +119,9 @@ def _first_reason(error: Exception) -> str:
 
 def rebuild(saved: SavedModel, device: torch.device) -> torch.nn.Module:
     """The trained network on `device`, in eval mode; SavedModelError when the weights do not fit it."""
-    from workloads.train.model import build_model
-
+    spec = saved.spec
     try:
-        model = build_model(saved.spec, torch.device("cpu"))
+        model = build_classifier(spec.model, num_classes=spec.num_classes, cifar_stem=spec.cifar_stem)
         fit = model.load_state_dict(saved.state_dict, strict=False)
     except (ValueError, RuntimeError, KeyError) as error:  # unknown model name, a tensor of the wrong shape
         raise SavedModelError(f"cannot rebuild {describe(saved.spec)}: {_first_reason(error)}")

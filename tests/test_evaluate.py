@@ -1,6 +1,6 @@
 """`hpml evaluate SWEEP_DIR --images DIR` (evaluation/): saved models scored on generated image folders.
 
-The models are real torchvision ResNet-18s (CIFAR stem) rebuilt by the train workload's build_model, with
+The models are real torchvision ResNet-18s (CIFAR stem) rebuilt by models.build.build_classifier (what the train workload trains), with
 weights fixed by the test so that the prediction is known by hand: the network passes the pixels' mean over
 R, G, B (after the saved normalization) through its shortcuts, and the "bright" logit wins when that value
 exceeds the "dark" logit's bias. The folder holds PNG and JPEG images of several sizes and modes.
@@ -16,9 +16,8 @@ import torch
 from PIL import Image
 
 from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
-from evaluation.models import ModelSpec
 from launcher.cli import main as hpml
-from workloads.train.model import build_model
+from models.build import build_classifier
 
 CLASSES = ["dark", "bright"]  # label order of the model; ImageFolder's sorted order is the reverse
 MEAN, STD = 0.6, 0.2  # the saved normalization: bright iff (v - 0.6) / 0.2 > threshold, v the gray level 0-1
@@ -27,7 +26,7 @@ H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
 
 @functools.lru_cache(maxsize=None)
 def brightness_resnet(threshold: float) -> torch.nn.Module:
-    model = build_model(ModelSpec("resnet18", 2, True), torch.device("cpu"))
+    model = build_classifier("resnet18", 2, cifar_stem=True)
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, torch.nn.Conv2d):
@@ -137,7 +136,7 @@ def test_unusable_models_are_listed_and_the_others_scored(study, capsys):
     sweep, images = study
     (sweep / "points" / "1" / MODEL_FILE).write_text("not a torch file")
     save_model(sweep, 2, 0.1, H200, classes=["dark", "bright", "grey"])
-    three = build_model(ModelSpec("resnet18", 3, True), torch.device("cpu")).state_dict()
+    three = build_classifier("resnet18", 3, cifar_stem=True).state_dict()
     save_model(sweep, 3, 0.1, H200, state_dict=three)
     save_model(sweep, 4, 0.1, H200, format=99)
     assert hpml(["evaluate", str(sweep), "--images", str(images)]) == 0
@@ -193,9 +192,9 @@ def test_a_sweep_without_models_is_one_line(tmp_path, capsys):
 
 
 def test_the_rebuild_is_the_train_workloads_model():
-    """ModelSpec gives build_model what it reads; without the stem it is torchvision's ImageNet ResNet."""
-    plain = build_model(ModelSpec("resnet18", 10, False), torch.device("cpu"))
-    stem = build_model(ModelSpec("resnet18", 10, True), torch.device("cpu"))
+    """One builder for training and evaluation; without the stem it is torchvision's ImageNet ResNet."""
+    plain = build_classifier("resnet18", 10, cifar_stem=False)
+    stem = build_classifier("resnet18", 10, cifar_stem=True)
     assert plain.conv1.kernel_size == (7, 7) and isinstance(plain.maxpool, torch.nn.MaxPool2d)
     assert stem.conv1.kernel_size == (3, 3) and isinstance(stem.maxpool, torch.nn.Identity)
 

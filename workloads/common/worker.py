@@ -129,6 +129,5 @@ def start_worker(argv: Sequence[str] | None = None,
 def node_gpus(workload: WorkloadConfig) -> int:
     """CUDA ordinals this node's workers use: one per worker, or DataParallel's devices per worker (train);
     never more than this process sees."""
-    per_worker = getattr(workload, "devices_per_worker", 1)  # only train's schema has it (parallel=dp)
-    wanted = int(os.environ.get("LOCAL_WORLD_SIZE", 1)) * per_worker
+    wanted = int(os.environ.get("LOCAL_WORLD_SIZE", 1)) * workload.devices_per_worker
     return min(wanted, torch.cuda.device_count()) if torch.cuda.is_available() else 0

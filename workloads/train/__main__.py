@@ -99,7 +99,8 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
                          telemetry)
         dist.barrier()
         # every rank saw the same all-reduced accuracy, so all stop together; never before epoch 2 (warm-up)
-        if target_met(extras.evaluations, cfg.target_accuracy) and epoch + 1 > WARMUP_EPOCHS:
+        reached = extras.evaluations is not None and extras.evaluations.first_at(cfg.target_accuracy) is not None
+        if reached and epoch + 1 > WARMUP_EPOCHS:
             break
     if cfg.save_model and ctx.is_main:
         classes = getattr(getattr(loader, "dataset", None), "classes", None) or [str(i) for i in range(cfg.num_classes)]
@@ -120,9 +121,6 @@ def evaluate_now(model, held_out, cfg: TrainConfig, ctx: DistContext, evaluation
         print(f"[rank 0] evaluation after epoch {epoch + 1}: top-1 {top1:.4f}, loss {loss:.4f}, "
               f"{ended - began:.3f} s", flush=True)
 
-
-def target_met(evaluations: EvaluationLog | None, target: float | None) -> bool:
-    return evaluations is not None and target is not None and any(top1 >= target for top1 in evaluations.top1)
 
 
 @record

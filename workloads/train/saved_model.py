@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
+import io
 from pathlib import Path
 from typing import List
 
 import torch
 
+from contract.jsonio import write_bytes_atomic
 from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from conf.workload.train import TrainConfig
 from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD
@@ -36,8 +37,6 @@ def save_model(point_dir: Path, model: torch.nn.Module, cfg: TrainConfig, classe
         "normalize": {"mean": list(CIFAR10_MEAN), "std": list(CIFAR10_STD)},
         "hardware": hardware_name(device),
     }
-    path = Path(point_dir) / MODEL_FILE
-    temporary = path.with_name(f".{MODEL_FILE}.tmp")  # renamed into place: a reader never sees half a file
-    torch.save(payload, temporary)
-    os.replace(temporary, path)
-    return path
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return write_bytes_atomic(Path(point_dir) / MODEL_FILE, buffer.getvalue())  # never half a file

@@ -27,8 +27,9 @@ class EvaluationLog:
         self.eval_s.append(eval_s)
         self.train_elapsed_s.append(elapsed_s - sum(self.eval_s))
 
-    def reached(self, target: Optional[float]) -> bool:
-        return target is not None and bool(self.top1) and self.top1[-1] >= target
+    def first_at(self, target: Optional[float]) -> Optional[int]:
+        """Index of the first evaluation at or above the target; None without a target or when none is."""
+        return next((i for i, top1 in enumerate(self.top1) if target is not None and top1 >= target), None)
 
     def as_dict(self) -> Dict[str, List[Any]]:
         return asdict(self)
@@ -36,7 +37,7 @@ class EvaluationLog:
 
 def time_to_accuracy(log: EvaluationLog, target: Optional[float]) -> Dict[str, Any]:
     """derived.tta: the first evaluation at or above the target; not converged (no times) when none is."""
-    first = next((i for i, top1 in enumerate(log.top1) if target is not None and top1 >= target), None)
+    first = log.first_at(target)
     if first is None:
         return {"target": target, "converged": False, "tta_s": None, "tta_train_s": None,
                 "epochs_to_target": None, "steps_to_target": None}
