@@ -1,4 +1,5 @@
-"""The `hpml` command: launch | status | resume | report | evaluate | data (each command in its own module)."""
+"""The `hpml` command: launch | status | resume | report | evaluate | data | model-stats (each command in its own
+module)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ commands:
                           top-1 of every model a sweep saved (points/*/model.pt) on image folder I/<class>/
   data digits --root R [--ood O] [--seed N] [--force]
                           scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images
+  model-stats MODEL [--input 3x224x224] [--batch N] [--no-bias] [--dtype D] [--format md|csv|tex]
+              [--out FILE] [--figure PNG] | --inception | --list
+                          parameters, activations, MACs and FLOPs per layer (CPU, seconds)
 """
 
 
@@ -60,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dataprep.cli import main as data_main
 
             return data_main(rest)
+        if command == "model-stats":
+            from launcher.model_stats_cli import main as model_stats_main
+
+            return model_stats_main(rest)
     except KeyboardInterrupt:  # Ctrl-C outside a running sweep (composing, status, report): nothing to resume
         print("hpml: interrupted", file=sys.stderr)
         return 130

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Dict, Type
 
 from conf.workload.allreduce import AllreduceConfig
+from conf.workload.paleo import PaleoConfig
+from conf.workload.probe import ProbeConfig
 from conf.workload.synthetic import SyntheticConfig
 from conf.workload.train import TrainConfig
 from conf.workload_contract import WorkloadConfig
@@ -17,5 +19,7 @@ from conf.workload_contract import WorkloadConfig
 WORKLOAD_SCHEMAS: Dict[str, Type[WorkloadConfig]] = {
     "train": TrainConfig,
     "allreduce": AllreduceConfig,
+    "probe": ProbeConfig,
+    "paleo": PaleoConfig,
     "synthetic": SyntheticConfig,
 }

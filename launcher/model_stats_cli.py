@@ -1,0 +1,148 @@
+"""`hpml model-stats MODEL | --inception | --list`: parameters, activations, MACs and FLOPs per layer.
+
+    hpml model-stats vgg19 --no-bias                         # Markdown: per layer, totals, receptive fields
+    hpml model-stats resnet50 --format csv --out r50.csv     # exact per-layer counts
+    hpml model-stats alexnet --figure alexnet.png            # + bar chart of FLOPs and parameters per layer
+    hpml model-stats --inception                             # GoogLeNet inception (3a): naive vs 1x1 reductions
+
+Counts on the meta device (no weights are made), so any model takes about a second on a CPU. Bad input
+(an unknown model, an input that is not CxHxW, a dtype or format not offered, an option that does not go
+with --inception, a folder that does not exist for --out or --figure) is one `hpml: error:` line, exit 2,
+and nothing is written. docs/studies/model-analysis.md says what is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+DTYPES = ("float32", "bfloat16", "float16", "float64")
+DEFAULT_INPUT = "3x224x224"
+INCEPTION_INPUT = "256x32x32"
+
+
+class ModelStatsError(Exception):
+    """Input the command cannot use; main prints it as one `hpml: error:` line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not argparse's usage block
+        raise ModelStatsError(f"{message} (see hpml model-stats --help)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hpml model-stats", description="Parameters, activations, MACs and FLOPs per layer of a "
+                "classification model (torchvision's or hpml's), counted on the meta device.")
+    p.add_argument("model", nargs="?", help="a torchvision classification model or one of hpml's "
+                                             "(hpml model-stats --list)")
+    p.add_argument("--input", default=None, help=f"CxHxW without the batch (default {DEFAULT_INPUT}; "
+                                                 f"{INCEPTION_INPUT} with --inception)")
+    p.add_argument("--batch", type=int, default=None, help="batch size (default 1)")
+    p.add_argument("--no-bias", action="store_true", help="leave biases out of the parameters (the study's tables)")
+    p.add_argument("--dtype", choices=DTYPES, default=None, help="element type for the byte counts (default float32)")
+    p.add_argument("--classes", type=int, default=None, help="classes of the last layer (default 1000)")
+    p.add_argument("--format", choices=("md", "csv", "tex"), default="md", help="output format (default md)")
+    p.add_argument("--out", type=Path, default=None, help="write the output to this file instead of stdout")
+    p.add_argument("--figure", type=Path, default=None, help="also draw FLOPs and parameters per layer (PNG)")
+    p.add_argument("--inception", action="store_true",
+                   help="GoogLeNet inception (3a), naive vs with 1x1 reductions, instead of a model")
+    p.add_argument("--list", action="store_true", help="list the models and exit")
+    return p
+
+
+def model_names() -> List[Tuple[str, str]]:
+    """(name, where it comes from) of every model model-stats takes."""
+    import torchvision
+
+    from models.names import HPML_MODELS
+
+    return ([(name, "hpml") for name in sorted(HPML_MODELS)]
+            + [(name, "torchvision") for name in torchvision.models.list_models(module=torchvision.models)])
+
+
+def check_model(name: Optional[str]) -> str:
+    if not name:
+        raise ModelStatsError("give a MODEL (hpml model-stats --list lists them) or --inception")
+    names = [known for known, _ in model_names()]
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise ModelStatsError(f"unknown model {name!r}: {hint}give a torchvision classification model or one of "
+                              f"hpml's (hpml_cnn); hpml model-stats --list lists all {len(names)}")
+    return name
+
+
+def parse_input(text: str) -> Tuple[int, int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise ModelStatsError(f"--input must be CxHxW with positive integers, e.g. {DEFAULT_INPUT}; got {text!r}")
+    return tuple(int(part) for part in parts)
+
+
+def check_folder(option: str, path: Optional[Path]) -> None:
+    if path is not None and not path.parent.is_dir():
+        raise ModelStatsError(f"{option} {path}: folder {path.parent} does not exist")
+
+
+def report(args: argparse.Namespace) -> Tuple[str, list, object]:
+    """(heading, sections, stats or None), after every check; nothing written yet."""
+    from models.stats import tables
+
+    check_folder("--out", args.out)
+    check_folder("--figure", args.figure)
+    if args.inception:
+        given = [option for option, value in (("MODEL", args.model), ("--batch", args.batch), ("--dtype", args.dtype),
+                                              ("--classes", args.classes), ("--figure", args.figure),
+                                              ("--no-bias", args.no_bias or None)) if value is not None]
+        if given:
+            raise ModelStatsError(f"--inception takes --input, --format and --out only, not {', '.join(given)}")
+        from models.stats.inception import compare
+
+        comparison = compare(parse_input(args.input or INCEPTION_INPUT))
+        return "GoogLeNet's inception module", tables.inception_sections(comparison), None
+    name = check_model(args.model)
+    input_shape = parse_input(args.input or DEFAULT_INPUT)
+    for option, value in (("--batch", args.batch), ("--classes", args.classes)):
+        if value is not None and value < 1:
+            raise ModelStatsError(f"{option} must be an integer >= 1, got {value}")
+    import torch
+
+    from models.stats.counting import model_stats
+
+    try:
+        stats = model_stats(name, input_shape, args.batch or 1, getattr(torch, args.dtype or "float32"),
+                            bias=not args.no_bias, num_classes=args.classes or 1000)
+    except RuntimeError as error:  # the model cannot take this input (too small, wrong channels)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelStatsError(f"{name} cannot run on a {args.input or DEFAULT_INPUT} input: {first}") from None
+    return f"hpml model-stats {tables.title(stats)}", tables.model_sections(stats), stats
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser().parse_args(argv)
+        if args.list:
+            print("\n".join(f"{name}\t{source}" for name, source in model_names()))
+            return 0
+        heading, sections, stats = report(args)
+    except ModelStatsError as error:
+        print(f"hpml: error: {error}", file=sys.stderr)
+        return 2
+    from models.stats.tables import render
+
+    text = render(heading, sections, args.format)
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.write_text(text)
+        print(f"wrote {args.out}")
+    if args.figure is not None:
+        from models.stats.figure import draw_layers
+
+        print(f"wrote {args.figure}" if draw_layers(stats, args.figure) else "no layer with FLOPs or parameters: "
+              f"no figure written")
+    return 0

@@ -1,0 +1,115 @@
+"""`hpml model-stats`: every format and option a user can give, the bad input that must be one
+`hpml: error:` line with exit 2 and nothing written, and VGG19 in seconds as a user runs it."""
+
+from __future__ import annotations
+
+import io
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from launcher.cli import main
+from tests.conftest import run_hpml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def hpml(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["model-stats", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_vgg19_runs_in_seconds_from_the_command_line(tmp_path):
+    start = time.perf_counter()
+    result = run_hpml(["model-stats", "vgg19", "--no-bias"], cwd=REPO, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert time.perf_counter() - start < 10  # interpreter, torch and torchvision imports included
+    assert "| features.0 | Conv2d | 1x64x224x224 | 3,211,264 | 12.8 MB | 1,728 |" in result.stdout
+
+
+def test_markdown_has_rows_totals_shares_and_receptive_fields():
+    code, out, err = hpml("vgg16")
+    assert code == 0 and err == ""
+    assert out.startswith("# hpml model-stats vgg16: input 3x224x224, batch 1, float32, with biases\n")
+    assert "| parameters | 138,357,544 (138 M) |" in out
+    assert "| convolutions' share of FLOPs | 99.20 % |" in out
+    assert "| features.30 | MaxPool2d | 1x512x7x7 | 25,088 | 100 kB | 0 | 0 | 0 | 212 (jump 32) |" in out
+    assert "FlopCounterMode" in out and "FLOPs = 2 x MACs" in out
+
+
+def test_csv_holds_exact_counts_whose_columns_sum_to_the_totals(tmp_path):
+    out_file = tmp_path / "vit.csv"
+    code, out, _ = hpml("vit_b_16", "--format", "csv", "--out", str(out_file))
+    assert code == 0 and out == f"wrote {out_file}\n"
+    frame = pd.read_csv(out_file)
+    assert frame["layer"].iloc[-1] == "(outside leaf modules)"
+    assert frame["params"].sum() == 86_567_656
+    assert frame["macs"].sum() == pytest.approx(17.564e9, rel=0.005)
+    assert (frame["flops"] == 2 * frame["macs"]).all()
+
+
+def test_latex_tables():
+    code, out, _ = hpml("alexnet", "--format", "tex", "--no-bias", "--dtype", "bfloat16", "--batch", "2")
+    assert code == 0
+    assert out.count(r"\begin{table}") == 2 and r"\toprule" in out
+    assert r"features.0 & Conv2d & 2x64x55x55 & 387,200 & 774 kB & 23,232 &" in out  # 11*11*3*64, 2-byte dtype
+
+
+def test_figure_is_a_png(tmp_path):
+    png = tmp_path / "alexnet.png"
+    code, out, _ = hpml("alexnet", "--figure", str(png))
+    assert code == 0 and f"wrote {png}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_inception_comparison():
+    code, out, _ = hpml("--inception")
+    assert code == 0
+    assert "| naive | 32x32x480 | 528,482,304 | 528,482,304 |" in out
+    assert "| with 1x1 reductions | 32x32x256 | 180,879,360 | 180,879,360 |" in out
+    assert "save 65.8 % of the multiplies" in out
+    code, out, _ = hpml("--inception", "--format", "csv")
+    assert pd.read_csv(io.StringIO(out))["multiplies"].tolist() == [528_482_304, 180_879_360]
+
+
+def test_list_names_hpml_and_torchvision_models():
+    code, out, _ = hpml("--list")
+    names = dict(line.split("\t") for line in out.splitlines())
+    assert names["hpml_cnn"] == "hpml" and names["vgg19"] == "torchvision" and "fasterrcnn_resnet50_fpn" not in names
+
+
+def test_hpml_own_model():
+    code, out, _ = hpml("hpml_cnn", "--input", "3x32x32", "--classes", "10")
+    assert code == 0 and "| parameters | 94,762 (94.8 k) |" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["vgg91"], "unknown model 'vgg91': did you mean vgg19"),
+    (["not_a_model"], "hpml model-stats --list lists all"),
+    ([], "give a MODEL"),
+    (["vgg19", "--input", "3x224"], "--input must be CxHxW with positive integers"),
+    (["vgg19", "--input", "3x0x224"], "--input must be CxHxW"),
+    (["vgg19", "--dtype", "int8"], "invalid choice: 'int8' (choose from 'float32', 'bfloat16', 'float16', 'float64')"),
+    (["vgg19", "--format", "pdf"], "(choose from 'md', 'csv', 'tex')"),
+    (["vgg19", "--batch", "0"], "--batch must be an integer >= 1, got 0"),
+    (["vgg19", "--input", "3x8x8"], "vgg19 cannot run on a 3x8x8 input: "),
+    (["--inception", "--batch", "2"], "--inception takes --input, --format and --out only, not --batch"),
+    (["vgg19", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_input_is_one_error_line_and_exit_2(tmp_path, args, message):
+    code, out, err = hpml(*args, "--out", str(tmp_path / "stats.md"), "--figure", str(tmp_path / "f.png")) \
+        if "--inception" not in args else hpml(*args, "--out", str(tmp_path / "stats.md"))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("hpml: error: ") and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_output_folder_is_refused_before_counting(tmp_path):
+    missing = tmp_path / "no"
+    code, _, err = hpml("vgg19", "--out", str(missing / "x.md"))
+    assert code == 2 and err == f"hpml: error: --out {missing / 'x.md'}: folder {missing} does not exist\n"

@@ -1,0 +1,1 @@
+"""The paleo workload: per-layer forward timing for PALEO (see __main__.py)."""
