@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List
 
-from analysis import allreduce, paleo, probe, synthetic, train, tta
+from analysis import allreduce, cuda_vecadd, paleo, probe, synthetic, train, tta
 from analysis.results import WorkloadResults
 from analysis.sections import Section
 from contract.result_schema import ResultCheck
@@ -30,6 +30,7 @@ REPORTS: Dict[str, Callable[[WorkloadResults], List[Section]]] = {
     "train": train_and_time_to_accuracy,
     "synthetic": synthetic.sections,
     "allreduce": allreduce.sections,
+    "cuda_vecadd": cuda_vecadd.sections,
     "probe": probe.sections,
     "paleo": paleo.sections,
 }

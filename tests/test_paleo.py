@@ -93,6 +93,20 @@ def test_a_bad_override_is_one_line_and_nothing_is_written(hpml, tmp_path, overr
     assert not list(tmp_path.glob("sweeps/*/points/*/config.yaml"))
 
 
+@pytest.mark.parametrize("model, size, expected", [
+    ("vgg19", 8, "hpml: error: workload.image_size=8: vgg19 cannot run on a 3x8x8 input (Given input size: "
+                 "(512x1x1). Calculated output size: (512x0x0)"),
+    ("vit_b_16", 64, "hpml: error: workload.image_size=64: vit_b_16 cannot run on a 3x64x64 input (Wrong image "
+                     "height! Expected 224 but got 64!)"),
+])
+def test_an_input_the_model_cannot_take_is_one_line_before_anything_runs(hpml, tmp_path, model, size, expected):
+    done = hpml("launch", "experiment=tiny/paleo", f"workload.model={model}", f"workload.image_size={size}")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected), done.stderr
+    assert not list(tmp_path.glob("sweeps/*/points/*/config.yaml"))
+
+
 def test_the_peak_dtype_follows_the_run_dtype_and_tf32():
     config = PaleoConfig(**TINY)
     assert peak_dtype(config) == "fp32"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Dict, Type
 
 from conf.workload.allreduce import AllreduceConfig
+from conf.workload.cuda_vecadd import CudaVecaddConfig
 from conf.workload.paleo import PaleoConfig
 from conf.workload.probe import ProbeConfig
 from conf.workload.synthetic import SyntheticConfig
@@ -19,6 +20,7 @@ from conf.workload_contract import WorkloadConfig
 WORKLOAD_SCHEMAS: Dict[str, Type[WorkloadConfig]] = {
     "train": TrainConfig,
     "allreduce": AllreduceConfig,
+    "cuda_vecadd": CudaVecaddConfig,
     "probe": ProbeConfig,
     "paleo": PaleoConfig,
     "synthetic": SyntheticConfig,
