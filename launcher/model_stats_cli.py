@@ -144,5 +144,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         from models.stats.figure import draw_layers
 
         print(f"wrote {args.figure}" if draw_layers(stats, args.figure) else "no layer with FLOPs or parameters: "
-              f"no figure written")
+              "no figure written")
     return 0

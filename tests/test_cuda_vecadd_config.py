@@ -9,8 +9,8 @@ import pytest
 
 from conf.schema import config_from_dict
 from conf.validation import ConfigValueError
-from conf.workload.cuda_vecadd import (BuildPath, LaunchShape, MemoryMode, copy_GBps, gpu_build_path, host_cxx,
-                                       kernel_GBps, repetition_totals)
+from conf.workload.cuda_vecadd import BuildPath, LaunchShape, MemoryMode, gpu_build_path, host_cxx
+from contract.vecadd_format import copy_GBps, kernel_GBps, repetition_totals
 
 GPU_POINT = ["experiment=cuda_vecadd", "cluster.assume_gpus=1"]
 

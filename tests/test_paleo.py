@@ -15,7 +15,7 @@ import torch
 from conf.hardware.gpu_peaks import peaks_for_device
 from conf.schema import config_from_dict
 from conf.validation import ConfigValueError
-from conf.workload.allreduce import DType
+from conf.dtypes import DType
 from conf.workload.paleo import PaleoConfig
 from contract.sweep_layout import RESULT_FILE, point_dir
 from models.build import build_classifier

@@ -10,7 +10,8 @@ import statistics
 import pytest
 import torch
 
-from conf.hardware.gpu_peaks import GBps, peaks_for_device, tflops_per_s
+from conf.hardware.gpu_peaks import peaks_for_device
+from contract.rates import GBps, tflops_per_s
 from workloads.common import device_peaks
 
 pytestmark = [pytest.mark.gpu,

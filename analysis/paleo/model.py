@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from conf.hardware.gpu_peaks import GB, TFLOP
+from contract.rates import GB, TFLOP
 
 
 def memory_bytes(input_bytes: int, param_bytes: int, activation_bytes: int) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from analysis.paleo.model import (achieved_ppp, memory_bytes, predicted_time_s, ratio, relative_error,
                                   time_per_image_s)
-from conf.hardware.gpu_peaks import GBps, tflops_per_s
+from contract.rates import GBps, tflops_per_s
 
 SOURCES = ("published", "measured")
 REFERENCE_PRECISIONS = ("fp32", "fp64")  # the study's single and double precision

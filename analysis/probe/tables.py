@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 
-from conf.hardware.gpu_peaks import GBps, tflops_per_s
+from contract.rates import GBps, tflops_per_s
 
 BAR = 0.05  # issue 14: the probe's bf16 matmul within 5 % of torch.matmul timed by another method
 

@@ -22,14 +22,11 @@ NVL has other peaks (lower clocks and power) and is not in the table, so it gets
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16")
-
-TFLOP = 1e12  # the table's FLOP/s unit: TFLOP/s
-GB = 1e9  # the table's bandwidth unit: GB/s (not GiB/s)
 
 # PCIe x16, GB/s per direction: the datasheets' "PCIe GenN: X GB/s" (both directions) halved, no encoding taken off.
 PCIE_X16_GBPS = {3: 16.0, 4: 32.0, 5: 64.0}
@@ -75,27 +72,6 @@ class GpuPeaks:
         return {"key": self.key, "name": self.name, "match": list(self.match), "tflops": dict(self.tflops),
                 "memory_GBps": self.memory_GBps, "host_link_GBps": self.host_link_GBps, "source": self.source,
                 "devices_per_board": self.devices_per_board}
-
-
-# --- a measurement in the table's units (workloads/common/device_peaks.py measures; analysis/probe/ recomputes) ---
-
-def matmul_flops(n: int) -> int:
-    """FLOPs of one square n x n x n matrix product: n^2 outputs, each n multiplies and n adds = 2 n^3."""
-    return 2 * n ** 3
-
-
-def tflops_per_s(flops: float, seconds: float) -> float:
-    """TFLOP/s (1e12 FLOP/s) of `flops` done in `seconds`."""
-    if seconds <= 0:
-        raise ValueError(f"seconds must be > 0, got {seconds}")
-    return flops / seconds / TFLOP
-
-
-def GBps(nbytes: float, seconds: float) -> float:
-    """GB/s (1e9 B/s) of `nbytes` moved in `seconds`."""
-    if seconds <= 0:
-        raise ValueError(f"seconds must be > 0, got {seconds}")
-    return nbytes / seconds / GB
 
 
 def _dense(with_sparsity: float) -> float:

@@ -8,19 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Dict, List, Optional
+from typing import List, Optional
 
+from conf.dtypes import DTYPE_BYTES, DType
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig
-
-
-class DType(str, Enum):
-    float32 = "float32"
-    bfloat16 = "bfloat16"
-    float16 = "float16"
-
-
-DTYPE_BYTES: Dict[DType, int] = {DType.float32: 4, DType.bfloat16: 2, DType.float16: 2}
 
 
 class AllreduceImpl(str, Enum):

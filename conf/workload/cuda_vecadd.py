@@ -9,8 +9,8 @@ would cost more than the cells). So `sizes_m`, `shapes` and `memory` each take o
     workload.memory=[explicit],[managed,prefetch]  a sweep of lists: two points
 
 Also here, because the launcher's preflight and the worker both need them and conf/ imports no workload:
-which compiler builds what (`host_cxx`, `gpu_build_path`), and the result's formulas that the worker's `derived`
-and the report share (`repetition_totals`, `kernel_GBps`, `copy_GBps`).
+which compiler builds what (`host_cxx`, `gpu_build_path`). The result's formulas that the worker's `derived`
+and the report share are contract/vecadd_format.py's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, List, Mapping, Optional, Type
 
-from conf.hardware.gpu_peaks import GBps
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, ConfigValueError, require
 from conf.workload_contract import Device, WorkloadConfig
@@ -51,40 +50,6 @@ class BuildPath(str, Enum):
 
 
 MAX_SIZE_M = 1000  # 12 GB of arrays; the worker also checks the GPU's free memory
-FLOAT_BYTES = 4
-
-
-def kernel_bytes(elements: int) -> int:
-    """Bytes one vector add moves through memory: reads a and b, writes c, 4 bytes each: 3 x 4 x K."""
-    return 3 * FLOAT_BYTES * elements
-
-
-def kernel_GBps(elements: int, seconds: float) -> float:
-    """The kernel's bandwidth: 3 x 4 x K bytes / its time, GB/s (1e9 B/s)."""
-    return GBps(kernel_bytes(elements), seconds)
-
-
-def copy_GBps(copied_bytes: int, seconds: float) -> float:
-    """A device-to-device copy reads and writes its bytes: 2 x bytes / time, GB/s (1e9 B/s)."""
-    return GBps(2 * copied_bytes, seconds)
-
-
-# The parts of one repetition that make up "the whole program" (result.json's per-repetition arrays, in
-# seconds); a part a memory mode lacks (null: no host-to-device copy under managed memory) counts 0. The
-# host's fill of the inputs and the check of the sum are outside it. The worker's `derived` and the report
-# both add them up here.
-TOTAL_PARTS = ("alloc_s", "h2d_s", "kernel_s", "d2h_s", "free_s")
-
-
-def repetition_totals(case: Mapping[str, Any]) -> List[float]:
-    """Per timed repetition of a case: alloc + h2d + kernel + d2h + free, seconds."""
-    columns = [case[part] for part in TOTAL_PARTS if case[part] is not None]
-    if len({len(column) for column in columns}) != 1:
-        raise ValueError(f"{case['shape']}/{case['memory']} at {case['elements']} elements: the parts have "
-                         "different numbers of repetitions")
-    return [sum(values) for values in zip(*columns)]
-
-
 def one_or_list(key: str, value: Any, accepts: Callable[[Any], bool], allowed: str) -> List[Any]:
     """A field that takes one value or a list: as a list of distinct values, each passing `accepts`."""
     values = list(value) if isinstance(value, (list, tuple)) else [value]

@@ -11,11 +11,11 @@ import functools
 from dataclasses import dataclass
 from typing import List, Optional
 
+from conf.dtypes import DType
 from conf.hardware.gpu_peaks import PEAKS
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
-from conf.workload.allreduce import DType
 from conf.workload_contract import WorkloadConfig
 
 

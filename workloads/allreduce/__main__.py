@@ -37,7 +37,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.allreduce import DTYPE_BYTES, AllreduceConfig, AllreduceImpl, DType
+from conf.dtypes import DTYPE_BYTES, DType
+from conf.workload.allreduce import AllreduceConfig, AllreduceImpl
 from contract.collectives import algbw_GBps, busbw_GBps
 from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.common.telemetry import NO_TELEMETRY, Telemetry

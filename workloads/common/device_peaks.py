@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import torch
 
-from conf.hardware.gpu_peaks import matmul_flops
+from contract.rates import matmul_flops
 from workloads.common.timing import StepClock, wall_s
 
 # matmul dtypes, named as conf.hardware.gpu_peaks' tflops keys; tf32 is float32 with TF32 tensor cores on

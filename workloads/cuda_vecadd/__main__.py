@@ -29,8 +29,8 @@ import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from conf.hardware.gpu_peaks import peaks_for_device
-from conf.workload.cuda_vecadd import (BuildPath, CudaVecaddConfig, copy_GBps, gpu_build_path, kernel_GBps,
-                                      kernel_bytes, repetition_totals)
+from conf.workload.cuda_vecadd import BuildPath, CudaVecaddConfig, gpu_build_path
+from contract.vecadd_format import copy_GBps, kernel_GBps, kernel_bytes, repetition_totals
 from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.worker import start_worker
 from workloads.cuda_vecadd.cpu_path import build_cpu, run_cpu

@@ -34,7 +34,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.hardware.gpu_peaks import GBps, peaks_for_device, tflops_per_s
+from conf.hardware.gpu_peaks import peaks_for_device
+from contract.rates import GBps, tflops_per_s
 from conf.workload.probe import ProbeConfig
 from workloads.common import device_peaks
 from workloads.common.distributed import DistContext, all_gather_objects

@@ -1,0 +1,27 @@
+"""Rates in the units every report uses, shared by the workers that measure and the analysis that recomputes:
+TFLOP/s (1e12 FLOP/s) and GB/s (1e9 B/s, not GiB/s), the units of datasheets and of nccl-tests' busbw.
+"""
+
+from __future__ import annotations
+
+TFLOP = 1e12  # FLOP/s per TFLOP/s
+GB = 1e9  # bytes per GB
+
+
+def matmul_flops(n: int) -> int:
+    """FLOPs of one square n x n x n matrix product: n^2 outputs, each n multiplies and n adds = 2 n^3."""
+    return 2 * n ** 3
+
+
+def tflops_per_s(flops: float, seconds: float) -> float:
+    """TFLOP/s (1e12 FLOP/s) of `flops` done in `seconds`."""
+    if seconds <= 0:
+        raise ValueError(f"seconds must be > 0, got {seconds}")
+    return flops / seconds / TFLOP
+
+
+def GBps(nbytes: float, seconds: float) -> float:
+    """GB/s (1e9 B/s) of `nbytes` moved in `seconds`."""
+    if seconds <= 0:
+        raise ValueError(f"seconds must be > 0, got {seconds}")
+    return nbytes / seconds / GB
