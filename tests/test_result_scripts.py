@@ -35,8 +35,9 @@ def planned(log: str) -> list:
 
 def test_hw5_script_plans_every_stage_on_four_gpus(tmp_path):
     log = dry_run("docs/results/hw5_scaling/run_h200.sh", tmp_path, GPUS="4")
-    assert planned(log) == [("bar", 2), ("ddp", 9), ("dp", 6), ("limit", 2), ("large.none", 1), ("large.linear", 2)]
+    assert planned(log) == [("bar", 2), ("ddp", 9), ("dp", 9), ("limit", 2), ("large.none", 1), ("large.linear", 2)]
     assert "resources.workers_per_node=1,2,4 workload.batch_size=32,128,512" in log
+    assert "workload.dp_devices=1,2,4 workload.batch_size=32,128,512" in log  # issue 16: DP beside DDP, same batches
 
 
 def test_hw5_script_on_two_gpus_and_a_stage_selection(tmp_path):

@@ -26,7 +26,7 @@
 #          weak-scaling efficiency; comm probe and NCCL kernel time
 #   ddp    hw5_scaling: CIFAR-shaped ResNet-18 (CIFAR stem), batch 32,128,512 per GPU x N = 1,2,4, comm
 #          probe (no_sync vs synced) + profiler NCCL time, h200_nvlink peak for the utilization
-#   dp     the same with nn.DataParallel over 1, 2, 4 GPUs, batch 32 and 512 per GPU
+#   dp     the same with nn.DataParallel over 1, 2, 4 GPUs, batch 32, 128 and 512 per GPU (issue 16)
 #   limit  one GPU, batch 8192 and 32768 (the last does not fit: status oom, "does not fit"), each point
 #          probing the largest batch that fits (doubling until out of memory)
 #   large  hw5_large_batch: per-GPU batch 2048 on all GPUs (global 8192), 5 epochs: lr_scaling=none, and
@@ -37,7 +37,7 @@ BAR_NS=${BAR_NS:-$( [ "$MAXN" = 1 ] && echo 1 || echo "1,$MAXN" )}  # the bars n
 
 # Estimates, seconds on 4 H200s (a point: ~13 s of start-up + its epochs, ~25 s in all; a compiled ResNet-50
 # point ~60 s with the 5 x 40-step overhead check).
-EST_bar=${EST_bar:-130} EST_ddp=${EST_ddp:-230} EST_dp=${EST_dp:-150} EST_limit=${EST_limit:-60}
+EST_bar=${EST_bar:-130} EST_ddp=${EST_ddp:-230} EST_dp=${EST_dp:-220} EST_limit=${EST_limit:-60}
 EST_large=${EST_large:-90}
 
 GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
@@ -47,7 +47,7 @@ stage bar "$EST_bar" experiment=hw5_resnet50_bar $GPU resources.workers_per_node
   ${BAR_EXTRA-workload.compile=true}
 stage ddp "$EST_ddp" experiment=hw5_scaling $GPU $HW5 resources.workers_per_node=$NS workload.batch_size=32,128,512
 stage dp "$EST_dp" experiment=hw5_scaling $GPU $HW5 workload.parallel=dp resources.workers_per_node=1 \
-  workload.dp_devices=$NS workload.batch_size=32,512
+  workload.dp_devices=$NS workload.batch_size=32,128,512
 stage limit "$EST_limit" experiment=hw5_batch_limit resources.gpus_per_node=1 workload.synthetic_samples=32768 \
   workload.batch_size=8192,32768 workload.max_batch_probe=131072
 stage large.none $(( EST_large / 3 )) experiment=hw5_large_batch $GPU resources.workers_per_node=$MAXN \
