@@ -24,7 +24,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, ConfigValueError, require
@@ -167,12 +167,24 @@ def _build(schema: type, values: Dict[str, Any], path: str) -> Any:
             require(value in allowed, f"{path}{name}", f"one of {allowed}", value)
             kwargs[name] = hint[value]
         else:
-            # Every number must be finite: inf or nan pass a `> 0` check (or any check, for nan) and
-            # only break the run later, so they are refused here for every float field at once.
-            require(not (isinstance(value, float) and not math.isfinite(value)), f"{path}{name}",
-                    "a finite number (not inf or nan)", value)
+            # Every number must be finite, and every integer fit in 64 bits: inf or nan pass a `> 0` check
+            # (or any check, for nan), and 10**20 passes `>= 1`; each only breaks the run later (torch and
+            # C++ take int64), so they are refused here for every field at once, inside lists too.
+            require(not _any_number(value, lambda v: isinstance(v, float) and not math.isfinite(v)),
+                    f"{path}{name}", "a finite number (not inf or nan)", value)
+            require(not _any_number(value, lambda v: type(v) is int and not -2 ** 63 <= v < 2 ** 63),
+                    f"{path}{name}", "an integer that fits in 64 bits (below 2**63)", value)
             kwargs[name] = value
     return schema(**kwargs)
+
+
+def _any_number(value: Any, bad: Callable[[Any], bool]) -> bool:
+    """Whether `bad` holds for the value or for any number in its lists and mappings."""
+    if isinstance(value, (list, tuple)):
+        return any(_any_number(v, bad) for v in value)
+    if isinstance(value, dict):
+        return any(_any_number(v, bad) for v in value.values())
+    return bad(value)
 
 
 def config_from_dict(values: Dict[str, Any]) -> HpmlConfig:

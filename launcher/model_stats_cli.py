@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence, Tuple
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")
 DEFAULT_INPUT = "3x224x224"
+MAX_SIZE = 2 ** 31 - 1  # any input dimension, batch or class count: torch's sizes are int64, products too
 INCEPTION_INPUT = "256x32x32"
 
 
@@ -77,22 +78,33 @@ def check_model(name: Optional[str]) -> str:
 
 def parse_input(text: str) -> Tuple[int, int, int]:
     parts = text.lower().split("x")
-    if len(parts) != 3 or not all(part.isdigit() and int(part) > 0 for part in parts):
-        raise ModelStatsError(f"--input must be CxHxW with positive integers, e.g. {DEFAULT_INPUT}; got {text!r}")
+    if len(parts) != 3 or not all(part.isascii() and part.isdigit() and 0 < int(part) <= MAX_SIZE for part in parts):
+        raise ModelStatsError(f"--input must be CxHxW with positive integers up to {MAX_SIZE}, e.g. {DEFAULT_INPUT}; "
+                              f"got {text!r}")
     return tuple(int(part) for part in parts)
 
 
-def check_folder(option: str, path: Optional[Path]) -> None:
-    if path is not None and not path.parent.is_dir():
+def check_output(option: str, path: Optional[Path], suffix: Optional[str] = None) -> None:
+    """A file that can be written: its folder exists, it is no folder itself, and it has `suffix` if given
+    (matplotlib picks the format from the suffix). Checked before anything is counted or written."""
+    if path is None:
+        return
+    if str(path) == "" or path.is_dir():
+        raise ModelStatsError(f"{option} {str(path)!r}: give a file name, not a folder")
+    if not path.parent.is_dir():
         raise ModelStatsError(f"{option} {path}: folder {path.parent} does not exist")
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise ModelStatsError(f"{option} {path}: the file name must end in {suffix}")
 
 
 def report(args: argparse.Namespace) -> Tuple[str, list, object]:
     """(heading, sections, stats or None), after every check; nothing written yet."""
     from models.stats import tables
 
-    check_folder("--out", args.out)
-    check_folder("--figure", args.figure)
+    check_output("--out", args.out)
+    check_output("--figure", args.figure, ".png")
+    if args.out is not None and args.figure is not None and args.out.resolve() == args.figure.resolve():
+        raise ModelStatsError(f"--out and --figure are the same file ({args.out}): give two names")
     if args.inception:
         given = [option for option, value in (("MODEL", args.model), ("--batch", args.batch), ("--dtype", args.dtype),
                                               ("--classes", args.classes), ("--figure", args.figure),
@@ -101,13 +113,18 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
             raise ModelStatsError(f"--inception takes --input, --format and --out only, not {', '.join(given)}")
         from models.stats.inception import compare
 
-        comparison = compare(parse_input(args.input or INCEPTION_INPUT))
+        shape = parse_input(args.input or INCEPTION_INPUT)
+        try:
+            comparison = compare(shape)
+        except (RuntimeError, TypeError, ValueError) as error:  # sizes past torch's int64 products
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ModelStatsError(f"--inception cannot count a {args.input} input: {first}") from None
         return "GoogLeNet's inception module", tables.inception_sections(comparison), None
     name = check_model(args.model)
     input_shape = parse_input(args.input or DEFAULT_INPUT)
     for option, value in (("--batch", args.batch), ("--classes", args.classes)):
-        if value is not None and value < 1:
-            raise ModelStatsError(f"{option} must be an integer >= 1, got {value}")
+        if value is not None and not 1 <= value <= MAX_SIZE:
+            raise ModelStatsError(f"{option} must be an integer from 1 to {MAX_SIZE}, got {value}")
     import torch
 
     from models.stats.counting import model_stats
@@ -115,7 +132,9 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
     try:
         stats = model_stats(name, input_shape, args.batch or 1, getattr(torch, args.dtype or "float32"),
                             bias=not args.no_bias, num_classes=args.classes or 1000)
-    except RuntimeError as error:  # the model cannot take this input (too small, wrong channels)
+    # The model cannot take this input: too small (RuntimeError), a fixed size (ViT asserts it), too large for
+    # torch's int64 sizes (TypeError, ValueError).
+    except (RuntimeError, AssertionError, TypeError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelStatsError(f"{name} cannot run on a {args.input or DEFAULT_INPUT} input: {first}") from None
     return f"hpml model-stats {tables.title(stats)}", tables.model_sections(stats), stats
@@ -138,7 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is None:
         print(text, end="")
     else:
-        args.out.write_text(text)
+        try:
+            args.out.write_text(text)
+        except OSError as error:  # e.g. no permission: checked folders can still refuse a write
+            print(f"hpml: error: --out {args.out}: {error.strerror or error}", file=sys.stderr)
+            return 2
         print(f"wrote {args.out}")
     if args.figure is not None:
         from models.stats.figure import draw_layers

@@ -20,6 +20,12 @@ REFUSED = [
     (["workload.lr=inf"], "workload.lr", None),
     (["workload.momentum=nan"], "workload.momentum", None),
     (["workload=synthetic", "workload.fusion_threshold_mb=-inf"], "workload.fusion_threshold_mb", None),
+    # class 3: integers past 64 bits (torch and C++ take int64), in any field, inside lists too
+    (["workload.batch_size=99999999999999999999"], "workload.batch_size", None),
+    (["experiment=tiny/probe", "workload.matmul_n=99999999999999999999999"], "workload.matmul_n", None),
+    (["experiment=tiny/cuda_vecadd", "workload.sizes_m=[1,99999999999999999999]"], "workload.sizes_m", None),
+    # class 3: a probe whose minimum windows cannot fit in the job's time
+    (["experiment=tiny/probe", "workload.warmup_s=1e300"], "workload.warmup_s + workload.measure_s", None),
     # class 3: a batch larger than the data set
     (["workload.batch_size=4096"], "workload.batch_size", None),
     (["resources.workers_per_node=2", "workload.batch_size=1025"], "workload.batch_size", None),

@@ -96,7 +96,12 @@ def test_hpml_own_model():
     (["vgg19", "--input", "3x0x224"], "--input must be CxHxW"),
     (["vgg19", "--dtype", "int8"], "invalid choice: 'int8' (choose from 'float32', 'bfloat16', 'float16', 'float64')"),
     (["vgg19", "--format", "pdf"], "(choose from 'md', 'csv', 'tex')"),
-    (["vgg19", "--batch", "0"], "--batch must be an integer >= 1, got 0"),
+    (["vgg19", "--batch", "0"], "--batch must be an integer from 1 to 2147483647, got 0"),
+    (["vgg19", "--batch", "99999999999999999999999"], "--batch must be an integer from 1 to 2147483647"),
+    (["vgg19", "--input", "\u00b2x2x2"], "--input must be CxHxW with positive integers"),
+    (["vgg19", "--input", "3x2147483647x2147483647"], "vgg19 cannot run on a 3x2147483647x2147483647 input: "),
+    (["vit_b_16", "--input", "3x32x32"], "vit_b_16 cannot run on a 3x32x32 input: Wrong image height!"),
+    (["--inception", "--input", "2147483647x2147483647x2147483647"], "--inception cannot count a "),
     (["vgg19", "--input", "3x8x8"], "vgg19 cannot run on a 3x8x8 input: "),
     (["--inception", "--batch", "2"], "--inception takes --input, --format and --out only, not --batch"),
     (["vgg19", "--bogus"], "unrecognized arguments: --bogus"),
@@ -106,6 +111,19 @@ def test_bad_input_is_one_error_line_and_exit_2(tmp_path, args, message):
         if "--inception" not in args else hpml(*args, "--out", str(tmp_path / "stats.md"))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("hpml: error: ") and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out, figure, message", [
+    ("{tmp}", None, "give a file name, not a folder"),
+    ("{tmp}/stats.md", "{tmp}/stats.txt", "--figure {tmp}/stats.txt: the file name must end in .png"),
+    ("{tmp}/same.png", "{tmp}/same.png", "--out and --figure are the same file"),
+])
+def test_unwritable_outputs_are_refused_before_anything_is_written(tmp_path, out, figure, message):
+    args = ["alexnet", "--out", out.format(tmp=tmp_path)] + (["--figure", figure.format(tmp=tmp_path)] if figure else [])
+    code, out_text, err = hpml(*args)
+    assert code == 2 and out_text == ""
+    assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -100,6 +100,26 @@ def test_the_summary_sets_the_sum_of_layers_against_the_forward(gpu_report):
     assert "launch latency" in markdown and "no two layers overlap" in markdown
 
 
+def test_work_outside_every_layer_joins_the_network_prediction(tmp_path):
+    # 1e9 MACs outside the leaf modules (attention's products in a ViT) = 2 GFLOP: at the published 989.5
+    # TFLOP/s and PPP 1 the network's prediction grows by 2e9 / 989.5e12 = 2.021223 µs over the same result
+    # without them (14.4978 µs, the test above), and the network's FLOPs count them too: 12.2 G.
+    summaries = []
+    for outside_macs in (0, 10 ** 9):
+        doc = paleo_doc()
+        doc["measurements"]["outside_leaf_macs"] = outside_macs
+        folder = tmp_path / str(outside_macs)
+        write_result(folder, doc)
+        assert report_main([str(folder)]) == 0
+        (row,) = rows_of(folder / "report" / "paleo_summary.csv")
+        summaries.append(row)
+    without, with_outside = summaries
+    assert float(with_outside["flops"]) == 10_200_000_000 + 2 * 10 ** 9
+    assert float(without["predicted_s_published"]) == pytest.approx(14.4978e-6, rel=1e-5)
+    assert (float(with_outside["predicted_s_published"]) - float(without["predicted_s_published"])
+            == pytest.approx(2e9 / 989.5e12, rel=1e-9))
+
+
 def test_the_peaks_table_compares_measured_with_published(gpu_report):
     # 733.0 / 989.5 = 74.1 %; 4,000 / 4,800 = 83.3 %
     markdown = (gpu_report / "report.md").read_text()

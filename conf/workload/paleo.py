@@ -91,5 +91,5 @@ def input_problem(model: str, image_size: int, num_classes: int) -> Optional[str
     except Exception as error:  # noqa: BLE001 - any failure of the forward is the answer
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return (f"workload.image_size={image_size}: {model} cannot run on a 3x{image_size}x{image_size} input "
-                f"({reason}); use a larger workload.image_size (224 fits every torchvision model)")
+                f"({reason}); choose a workload.image_size the model takes (224 fits every torchvision model)")
     return None

@@ -53,3 +53,12 @@ class ProbeConfig(WorkloadConfig):
                 "measures every GPU of the allocation, one worker each)", resources.workers_per_node)
         require("tf32" not in self.matmul_dtypes or not self.runs_on_cpu(resources), "workload.matmul_dtypes",
                 "no tf32 on the CPU (TF32 is a mode of NVIDIA tensor cores)", list(self.matmul_dtypes))
+        # The windows alone must fit in the job's time: each measurement (every matmul dtype, copy, triad and,
+        # on GPUs, four host transfers) warms up and times for at least warmup_s + measure_s, GPU after GPU.
+        measurements = len(self.matmul_dtypes) + 2 + (0 if self.runs_on_cpu(resources) else 4)
+        gpus = 1 if self.runs_on_cpu(resources) else resources.gpus_per_node * resources.nodes
+        windows_s = measurements * (self.warmup_s + self.measure_s) * gpus
+        require(windows_s < 60 * resources.time_min, "workload.warmup_s + workload.measure_s",
+                f"small enough that {measurements} measurements x (warmup_s + measure_s) x {gpus} GPU(s) fit in "
+                f"resources.time_min={resources.time_min} min (now at least {windows_s:.3g} s)",
+                self.warmup_s + self.measure_s)
