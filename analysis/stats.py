@@ -53,6 +53,13 @@ def _sum_of_squares(values: Sequence[float]) -> float:
     return math.fsum((x - mean) ** 2 for x in values)
 
 
+def median_spread(values: Sequence[float]) -> Dict[str, Any]:
+    """The reports' summary of repeated measurements: {"median", "min", "max", "n"} (median [min, max], n)."""
+    if not values:
+        raise ValueError("median_spread of no values")
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
 def sample_std(values: Sequence[float]) -> float:
     """Standard deviation with ddof=1; 0.0 for a single value."""
     return math.sqrt(_sum_of_squares(values) / (len(values) - 1)) if len(values) > 1 else 0.0

@@ -25,8 +25,8 @@ from workloads.paleo.timing import CallOrderChanged, LayerTimes, check_call_orde
 
 TINY = dict(name="paleo", device="auto", backend="auto", model="hpml_cnn", num_classes=10, image_size=32,
             batch_size=2, dtype=DType.float32, tf32=False, channels_last=False, cudnn_benchmark=True,
-            warmup_iters=1, repetitions=2, peak_matmul_n=64, peak_copy_bytes=65536, peak_repetitions=2, ppp=1.0,
-            reference_gpu="k80")
+            warmup_iters=1, repetitions=2, peak_matmul_n=64, peak_copy_bytes=65536, peak_repetitions=2, peak_warmup=1,
+            peak_window_s=0.0, ppp=1.0, reference_gpu="k80")
 
 
 # --- config --------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from analysis.report import main as report_main
-from analysis.stats import (coefficient_of_variation, differing_labels, efficiency, natural_key, pooled,
+from analysis.stats import (coefficient_of_variation, differing_labels, efficiency, median_spread, natural_key, pooled,
                             population_std, rate_speedup, sample_std, speedup)
 from tests.factories import envelope, write_result
 from tests.factories.train import train_result
@@ -53,3 +53,11 @@ def test_a_workload_without_a_report_is_listed_and_problems_come_last(tmp_path, 
     assert "(point 1, repeat 0): no report section for workload 'vector_add'" in markdown
     assert (markdown.index("### Epoch time and speedup") < markdown.index("## Results not in a table (1)")
             < markdown.index("## Problems (0)"))
+
+
+def test_median_spread_of_repeated_times():
+    # sorted 1, 2, 3, 10: median (2 + 3) / 2 = 2.5, [1, 10], n = 4
+    assert median_spread([3.0, 1.0, 10.0, 2.0]) == {"median": 2.5, "min": 1.0, "max": 10.0, "n": 4}
+    with pytest.raises(ValueError):
+        median_spread([])
+

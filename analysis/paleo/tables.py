@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from analysis.paleo.model import (achieved_ppp, compute_time_s, memory_bytes, predicted_time_s, ratio,
                                   relative_error, time_per_image_s)
+from analysis.stats import median_spread
 from contract.rates import GBps, tflops_per_s
 
 SOURCES = ("published", "measured")
@@ -38,11 +39,6 @@ class Peak:
     tflops: float
     GBps: float
     label: str
-
-
-def spread(values: List[float]) -> Dict[str, Any]:
-    """median, min, max and n of repeated times."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
 def platform_peaks(peaks: Mapping[str, Any]) -> Dict[str, Optional[Peak]]:
@@ -71,7 +67,7 @@ def paleo_columns(flops: int, nbytes: int, seconds: float, peak: Optional[Peak],
 
 
 def layer_row(index: int, layer: Mapping[str, Any], peaks: Mapping[str, Optional[Peak]], ppp: float) -> Dict[str, Any]:
-    times = spread(layer["time_s"])
+    times = median_spread(layer["time_s"])
     nbytes = memory_bytes(layer["input_bytes"], layer["param_bytes"], layer["activation_bytes"])
     row = {"index": index, "name": layer["name"], "type": layer["type"], "flops": layer["flops"], "bytes": nbytes,
            "n": times["n"], "time_median_s": times["median"], "time_min_s": times["min"], "time_max_s": times["max"],
@@ -84,7 +80,7 @@ def layer_row(index: int, layer: Mapping[str, Any], peaks: Mapping[str, Optional
 def summary_row(measurements: Mapping[str, Any], layers: List[Dict[str, Any]],
                 peaks: Mapping[str, Optional[Peak]], ppp: float) -> Dict[str, Any]:
     """The network: the whole forward against the sum of its layers, its PPP, PALEO's total and its error."""
-    forward = spread(measurements["forward_time_s"])
+    forward = median_spread(measurements["forward_time_s"])
     layer_sum = math.fsum(row["time_median_s"] for row in layers)
     flops = sum(row["flops"] for row in layers) + 2 * measurements["outside_leaf_macs"]
     row = {"layer_calls": len(layers), "flops": flops, "bytes": sum(r["bytes"] for r in layers),

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 
+from analysis.stats import median_spread
 from contract.rates import GBps, tflops_per_s
 
 BAR = 0.05  # issue 14: the probe's bf16 matmul within 5 % of torch.matmul timed by another method
@@ -42,9 +43,9 @@ def per_device_peak(published: Optional[Mapping[str, Any]], key: str, dtype: Opt
 
 
 def _row(point: Dict[str, Any], quantity: str, unit: str, values: List[float], peak: float) -> Dict[str, Any]:
-    median = statistics.median(values)
-    return {**point, "quantity": quantity, "unit": unit, "n": len(values), "median": median, "min": min(values),
-            "max": max(values), "peak": peak, "of_peak": median / peak if peak > 0 else math.nan}
+    summary = median_spread(values)
+    return {**point, "quantity": quantity, "unit": unit, **summary, "peak": peak,
+            "of_peak": summary["median"] / peak if peak > 0 else math.nan}
 
 
 def _point(doc: Mapping[str, Any], device: Mapping[str, Any]) -> Dict[str, Any]:

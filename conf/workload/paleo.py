@@ -37,6 +37,8 @@ class PaleoConfig(WorkloadConfig):
     peak_matmul_n: int = MISSING  # square matmul n x n x n in the run's dtype: 2 n^3 FLOPs
     peak_copy_bytes: int = MISSING  # device-to-device copy of this many bytes (read + written = 2x)
     peak_repetitions: int = MISSING  # timed matmuls and copies, each
+    peak_warmup: int = MISSING  # untimed matmuls and copies before the timed ones, at least
+    peak_window_s: float = MISSING  # and at least this long warming up, and this long timed (power-capped clocks)
     # What the analysis does with the numbers (the worker records them only):
     ppp: float = MISSING  # PALEO's platform percent of peak (PPP) for the predicted compute time, 0 < ppp <= 1
     reference_gpu: str = MISSING  # conf/hardware/gpu_peaks.py entry for the study's "time per image at its
@@ -51,6 +53,9 @@ class PaleoConfig(WorkloadConfig):
         require(self.peak_copy_bytes % 4 == 0, "workload.peak_copy_bytes",
                 "a positive multiple of 4 (the copy moves float32 elements)", self.peak_copy_bytes)
         require(self.warmup_iters >= 0, "workload.warmup_iters", "an integer >= 0", self.warmup_iters)
+        require(self.peak_warmup >= 0, "workload.peak_warmup", "an integer >= 0", self.peak_warmup)
+        require(0 <= self.peak_window_s <= 60, "workload.peak_window_s", "a number of seconds from 0 to 60",
+                self.peak_window_s)
         require(0 < self.ppp <= 1, "workload.ppp", "a number in (0, 1]: the share of the peak a layer reaches",
                 self.ppp)
         require(self.reference_gpu in PEAKS, "workload.reference_gpu",

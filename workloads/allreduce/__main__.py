@@ -42,7 +42,7 @@ from conf.workload.allreduce import AllreduceConfig, AllreduceImpl
 from contract.collectives import algbw_GBps, busbw_GBps
 from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.timing import StepClock, wall_s
+from workloads.common.timing import StepClock, synchronize, wall_s
 from workloads.common.worker import start_worker
 
 TORCH_DTYPES = {DType.float32: torch.float32, DType.bfloat16: torch.bfloat16, DType.float16: torch.float16}
@@ -55,11 +55,6 @@ TIME_METHOD = ("per size: the mean over timed iterations of the slowest rank's i
 
 class WrongSum(RuntimeError):
     """An all-reduce returned a wrong sum: the measured times are not to be trusted."""
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def align_ranks(device: torch.device) -> None:

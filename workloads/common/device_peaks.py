@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, Iterator, List
 import torch
 
 from contract.rates import matmul_flops
-from workloads.common.timing import StepClock, wall_s
+from workloads.common.timing import StepClock, synchronize, wall_s
 
 # matmul dtypes, named as conf.hardware.gpu_peaks' tflops keys; tf32 is float32 with TF32 tensor cores on
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16")
@@ -56,11 +56,6 @@ REFERENCE_METHOD = ("plain torch.matmul(a, b) in a loop, host wall clock (time.p
 PAIRED_NOTE = "; in rounds alternating with the other method (matmul_paired_times)"
 TRANSFER_METHOD = ("host wall clock (time.perf_counter) from the copy call to the end of a device synchronize "
                    "after it, one copy per repetition")
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def repetition_method(device: torch.device) -> str:

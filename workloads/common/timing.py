@@ -43,5 +43,11 @@ class StepClock:
         self._marks = []
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op on the CPU, whose work is done when the call returns)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def wall_s() -> float:
     return time.perf_counter()

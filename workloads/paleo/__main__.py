@@ -43,11 +43,6 @@ from workloads.paleo.timing import (FORWARD_METHOD_CPU, FORWARD_METHOD_CUDA, LAY
                                     run_rounds)
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-PEAK_WARMUP = 2  # untimed matmuls and copies before the timed ones
-# On a GPU, at least this long warming up and this long timed, as the hardware probe does (experiment=probe):
-# an H200 runs tensor-core matmuls at ~785 TFLOP/s for the first tens of milliseconds, then at its power cap's
-# ~680 (docs/results/probe/README.md). The sustained rate is the peak a layer inside a forward pass can get.
-PEAK_WINDOW_S = 1.0
 
 
 def peak_dtype(cfg: PaleoConfig) -> str:
@@ -102,13 +97,12 @@ def measure_peaks(cfg: PaleoConfig, device: torch.device, seed: int) -> Dict[str
     of the device and of the reference GPU."""
     published = peaks_for_device(device_name(device)) if device.type == "cuda" else None
     reference = peaks_by_key(cfg.reference_gpu)
-    window_s = PEAK_WINDOW_S if device.type == "cuda" else 0.0  # a CPU's rate does not drift that way
     return {
         "dtype": peak_dtype(cfg),
-        "matmul": matmul_times(device, cfg.peak_matmul_n, peak_dtype(cfg), PEAK_WARMUP, cfg.peak_repetitions, seed,
-                               warmup_s=window_s, measure_s=window_s),
-        "copy": copy_times(device, cfg.peak_copy_bytes, PEAK_WARMUP, cfg.peak_repetitions, seed,
-                           warmup_s=window_s, measure_s=window_s),
+        "matmul": matmul_times(device, cfg.peak_matmul_n, peak_dtype(cfg), cfg.peak_warmup, cfg.peak_repetitions,
+                               seed, warmup_s=cfg.peak_window_s, measure_s=cfg.peak_window_s),
+        "copy": copy_times(device, cfg.peak_copy_bytes, cfg.peak_warmup, cfg.peak_repetitions, seed,
+                           warmup_s=cfg.peak_window_s, measure_s=cfg.peak_window_s),
         "published": None if published is None else published.as_record(),
         "reference": {"board": reference.as_record(), "device": reference.per_device().as_record()},
     }

@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from models.stats.layers import hooked_leaf_calls
+from workloads.common.timing import synchronize
 
 FORWARD_METHOD_CUDA = ("whole forward without hooks: torch.cuda.synchronize(), CUDA event, model(x), CUDA event, "
                        "synchronize; the event interval")
@@ -31,11 +32,6 @@ LAYER_METHOD_CUDA = ("each leaf-module call: forward pre-hook = synchronize + CU
                      "until the layer's first kernel arrives), wall_s the host's perf_counter interval between "
                      "the two synchronizes")
 LAYER_METHOD_CPU = "each leaf-module call: time.perf_counter() in its forward pre-hook and its forward hook"
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class _Interval:
