@@ -34,6 +34,9 @@ class Dataset(str, Enum):
     synthetic_device = "synthetic_device"
 
 
+REAL_DATASETS = (Dataset.cifar10, Dataset.image_folder)  # read from data_root, with a held-out split
+
+
 class Parallel(str, Enum):
     ddp = "ddp"  # DistributedDataParallel: one process per GPU (torchrun workers)
     dp = "dp"  # nn.DataParallel: one process driving workload.dp_devices GPUs of its node
@@ -42,6 +45,13 @@ class Parallel(str, Enum):
 class Precision(str, Enum):
     fp32 = "fp32"
     bf16 = "bf16"  # torch.autocast(bfloat16) around forward and loss; weights and gradients stay fp32
+
+
+class DataPlacement(str, Enum):
+    host = "host"  # a DataLoader: per-sample transforms on the host, a host-to-device copy per batch
+    # cifar10 / image_folder: the splits decoded once and kept as uint8 on each worker's device; batches are
+    # index slices of the epoch's permutation, augmented there (workloads/train/device_data.py)
+    device = "device"
 
 
 class LrScaling(str, Enum):
@@ -89,6 +99,12 @@ class TrainConfig(WorkloadConfig):
     # workload.epochs is the cap. null: train all epochs. Needs eval_every >= 1.
     target_accuracy: Optional[float] = None
     augment: bool = MISSING  # cifar10 / image_folder: random crop and horizontal flip (false for digits)
+    crop_padding: int = MISSING  # augment: zero padding (pixels) around the image before the random crop
+    cutout_holes: int = MISSING  # Cutout (DeVries & Taylor 2017): square holes per training image; 0: off
+    cutout_size: int = MISSING  # the holes' side in pixels (clipped at the border)
+    # --- the data path (docs/studies/time-to-accuracy.md, "The data path") ---
+    data_placement: DataPlacement = MISSING
+    device_data_share: float = MISSING  # data_placement=device: the largest share of the device's free memory
     save_model: bool = MISSING  # rank 0 keeps points/<n>/model.pt (weights + how to rebuild) for `hpml evaluate`
     # Set together by the `hardware` config group (conf/hardware/<link>.yaml), never by hand:
     link: str = MISSING  # the hardware table's entry; "none" when no peak is known
@@ -104,7 +120,7 @@ class TrainConfig(WorkloadConfig):
                 "an integer >= 2 (epoch 1 is warm-up and is not reported)", self.epochs)
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
         require(self.loader_workers >= 0, "workload.loader_workers", "an integer >= 0", self.loader_workers)
-        require(self.dataset not in (Dataset.cifar10, Dataset.image_folder) or bool(self.data_root),
+        require(self.dataset not in REAL_DATASETS or bool(self.data_root),
                 "workload.data_root",
                 f"a directory holding the data set when workload.dataset={self.dataset.value}",
                 self.data_root)
@@ -119,7 +135,7 @@ class TrainConfig(WorkloadConfig):
         require(self.overhead_check_rounds >= 1, "workload.overhead_check_rounds", "an integer >= 1",
                 self.overhead_check_rounds)
         require(self.eval_every >= 0, "workload.eval_every", "an integer >= 0 (0: no evaluation)", self.eval_every)
-        require(self.eval_every == 0 or self.dataset in (Dataset.cifar10, Dataset.image_folder), "workload.eval_every",
+        require(self.eval_every == 0 or self.dataset in REAL_DATASETS, "workload.eval_every",
                 "0 unless workload.dataset is cifar10 or image_folder (a real held-out split: CIFAR-10's test "
                 f"batch, an image folder's val/); dataset={self.dataset.value} has none", self.eval_every)
         target = self.target_accuracy
@@ -128,6 +144,20 @@ class TrainConfig(WorkloadConfig):
         require(target is None or self.eval_every >= 1, "workload.eval_every",
                 "an integer >= 1 when workload.target_accuracy is set (the target is checked at evaluations)",
                 self.eval_every)
+        require(self.crop_padding >= 0, "workload.crop_padding", "an integer >= 0 (0: no crop)", self.crop_padding)
+        require(self.cutout_holes >= 0, "workload.cutout_holes", "an integer >= 0 (0: no Cutout)", self.cutout_holes)
+        require(self.cutout_holes == 0 or 1 <= self.cutout_size <= self.image_size, "workload.cutout_size",
+                f"an integer in [1, workload.image_size={self.image_size}] when workload.cutout_holes > 0",
+                self.cutout_size)
+        require(self.cutout_holes == 0 or self.dataset in REAL_DATASETS + (Dataset.auto,), "workload.cutout_holes",
+                f"0 unless workload.dataset is cifar10 or image_folder (dataset={self.dataset.value})",
+                self.cutout_holes)
+        require(self.data_placement == DataPlacement.host or self.dataset in REAL_DATASETS + (Dataset.auto,),
+                "workload.data_placement", "host unless workload.dataset is cifar10, image_folder or auto "
+                f"(dataset={self.dataset.value}; dataset=synthetic_device is the synthetic data made on the device)",
+                self.data_placement.value)
+        require(0 < self.device_data_share <= 1, "workload.device_data_share",
+                "a fraction in (0, 1] of the device's free memory", self.device_data_share)
         require(self.max_batch_probe == 0 or self.max_batch_probe >= self.batch_size, "workload.max_batch_probe",
                 f"0 (off) or a batch >= workload.batch_size={self.batch_size}", self.max_batch_probe)
         require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.train import Dataset, TrainConfig
+from conf.workload.train import DataPlacement, Dataset, TrainConfig
 from contract.result_format import WARMUP_EPOCHS
 from contract.sweep_layout import CHECKPOINT_FILE
 from workloads.common.checkpoint import EpochCheckpoint
@@ -36,7 +36,8 @@ from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.timing import wall_s
 from workloads.common.worker import start_worker
 from workloads.train import parallel
-from workloads.train.data import build_loader, per_worker_batch, resolve_dataset, set_epoch
+from workloads.train.data import build_loader, per_worker_batch, placement_used, resolve_dataset, set_epoch
+from workloads.train.device_data import device_data
 from workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
 from workloads.train.evaluation import eval_loader, evaluate
 from workloads.train.lr_schedule import lr_at_step, target_lr
@@ -53,7 +54,8 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     configure_backends(cfg, ctx)
     if cfg.max_batch_probe:
         extras.batch_probe = probe_batches(cfg, ctx)
-    loader = build_loader(cfg, seed, ctx, kind)
+    placement = placement_used(cfg, kind)
+    loader, held_out = training_data(cfg, seed, ctx, kind, placement)
     model = build_model(cfg, ctx.device)
     extras.gradient_bytes = gradient_bytes(model)
     model = parallel.wrap_model(model, cfg, ctx)
@@ -65,7 +67,7 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
                                 weight_decay=cfg.weight_decay)
     stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
-    log, clock = EpochLog(), PhaseClock(ctx.device)
+    log, clock = EpochLog(), PhaseClock(ctx.device, data_on_device=placement == DataPlacement.device)
     checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
     first_epoch = checkpoint.restore(model, optimizer, log, ctx.device) if checkpoint else 0
     stepper.global_step = first_epoch * len(loader)
@@ -73,7 +75,6 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
         log.cold_epochs = sorted({0, *log.cold_epochs, first_epoch})
     if first_epoch and ctx.is_main:
         print(f"[rank 0] resumed from {checkpoint.path} after epoch {first_epoch}", flush=True)
-    held_out = eval_loader(cfg, ctx, per_worker_batch(cfg, ctx.world_size)) if cfg.eval_every else None
     extras.evaluations = EvaluationLog() if held_out is not None else None
     training_start = None  # the time-to-accuracy clock: from the first epoch's start, evaluations included
     for epoch in range(first_epoch, cfg.epochs):
@@ -103,10 +104,20 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
         if reached and epoch + 1 > WARMUP_EPOCHS:
             break
     if cfg.save_model and ctx.is_main:
-        classes = getattr(getattr(loader, "dataset", None), "classes", None) or [str(i) for i in range(cfg.num_classes)]
+        classes = getattr(loader, "classes", None) or getattr(getattr(loader, "dataset", None), "classes", None) \
+            or [str(i) for i in range(cfg.num_classes)]
         save_model(point_dir, model, cfg, classes, ctx.device)
     after_training(stepper, model, loader, cfg, ctx, extras)
     return log
+
+
+def training_data(cfg: TrainConfig, seed: int, ctx: DistContext, kind: Dataset, placement: DataPlacement):
+    """(this rank's training batches, its held-out batches or None): a DataLoader pair on the host path, the
+    splits resident on the device on the device path (device_data.py)."""
+    batch = per_worker_batch(cfg, ctx.world_size)
+    if placement == DataPlacement.device:
+        return device_data(cfg, kind, ctx, batch, seed)
+    return build_loader(cfg, seed, ctx, kind), eval_loader(cfg, ctx, batch) if cfg.eval_every else None
 
 
 def evaluate_now(model, held_out, cfg: TrainConfig, ctx: DistContext, evaluations: EvaluationLog, epoch: int,
@@ -133,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"[rank 0] note: {note}", flush=True)
     extras = Extras()
     # An out-of-memory point keeps what the batch probe found: the report shows it as "does not fit".
-    with worker.reporting(timing_words(PhaseClock(ctx.device).method),
+    on_device = placement_used(cfg, kind) == DataPlacement.device
+    with worker.reporting(timing_words(PhaseClock(ctx.device, data_on_device=on_device).method),
                           oom_measurements=lambda: {"batch_probe": extras.batch_probe, "dataset": kind.value}) as body:
         log = train(cfg, worker.seed, ctx, worker.point_dir, kind, extras, worker.telemetry)
         body.update(summarize(log, cfg, ctx.world_size, extras, kind, note))

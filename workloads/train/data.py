@@ -15,10 +15,11 @@ from typing import Any, Iterator, List, Optional, Tuple
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+from conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, cifar10_on_disk
 from conf.workload.train import Dataset as DatasetKind
-from conf.workload.train import TrainConfig, cifar10_on_disk
 from conf.workload_contract import Scaling
 from workloads.common.distributed import DistContext
+from workloads.train.augment import Cutout
 from workloads.train.model import memory_format
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -113,10 +114,11 @@ def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = Non
     import torchvision.transforms as T  # only the real data sets need torchvision's transforms
 
     normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
+    cutout = [Cutout(cfg.cutout_holes, cfg.cutout_size)] if cfg.cutout_holes else []  # after Normalize, as DeVries'
     if kind == DatasetKind.cifar10:
         # augment=false: no flip (it mirrors digits) and no crop, e.g. the digits written as CIFAR-10
-        augment = [T.RandomCrop(32, padding=4), T.RandomHorizontalFlip()] if cfg.augment else []
-        return local_cifar10(cfg.data_root, T.Compose([*augment, T.ToTensor(), normalize]))
+        augment = [T.RandomCrop(32, padding=cfg.crop_padding), T.RandomHorizontalFlip()] if cfg.augment else []
+        return local_cifar10(cfg.data_root, T.Compose([*augment, T.ToTensor(), normalize, *cutout]))
     from torchvision.datasets import ImageFolder
 
     root = Path(cfg.data_root) / "train"
@@ -125,8 +127,15 @@ def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = Non
                                 "sub-folders (torchvision ImageFolder layout)")
     augment = [T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip()] if cfg.augment else \
         [T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size)]
-    transform = T.Compose([*augment, T.ToTensor(), normalize])
+    transform = T.Compose([*augment, T.ToTensor(), normalize, *cutout])
     return ImageFolder(str(root), transform=transform)
+
+
+def placement_used(cfg: TrainConfig, kind: DatasetKind) -> DataPlacement:
+    """The data path that runs: device only for a real data set (dataset=auto that found no CIFAR-10 is synthetic
+    data, made on the host; dataset=synthetic_device is the synthetic data made on the device)."""
+    return DataPlacement.device if cfg.data_placement == DataPlacement.device and kind in REAL_DATASETS \
+        else DataPlacement.host
 
 
 def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
@@ -159,5 +168,6 @@ def build_loader(cfg: TrainConfig, seed: int, ctx: DistContext, kind: DatasetKin
 
 
 def set_epoch(loader, epoch: int) -> None:
+    """The host DataLoader's sampler and the device path's (workloads/train/device_data.py) alike."""
     if isinstance(getattr(loader, "sampler", None), DistributedSampler):
         loader.sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank

@@ -22,7 +22,8 @@ from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.train import overhead, parallel
 from workloads.train.tta import EvaluationLog, time_to_accuracy
 from workloads.train.batch_probe import probe_max_batch
-from workloads.train.data import per_worker_batch
+from workloads.train.data import per_worker_batch, placement_used
+from workloads.train.device_data import DeviceEpochs
 from workloads.train.epochs import EpochLog, Stepper
 from workloads.train.model import build_model, memory_format
 
@@ -95,7 +96,8 @@ def after_training(stepper: Stepper, model, loader, cfg: TrainConfig, ctx: DistC
                 stepper(batches, clock)
         extras.overhead_check = overhead.overhead_check(
             run_steps, ctx.device, cfg.overhead_check_steps, cfg.overhead_check_rounds,
-            samples_per_step=per_worker_batch(cfg, ctx.world_size) * ctx.world_size)
+            samples_per_step=per_worker_batch(cfg, ctx.world_size) * ctx.world_size,
+            data_on_device=isinstance(loader, DeviceEpochs))
 
 
 def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, kind: Dataset,
@@ -129,6 +131,7 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "per_device_batch": batch * world_size // devices,
         "dataset": kind.value,
         "dataset_note": note,
+        "data_placement": placement_used(cfg, kind).value,  # host | device: the data path that ran
         "gradient_bytes": extras.gradient_bytes,
         "ddp_bucket_bytes": extras.ddp_bucket_bytes,
         "comm_probe": extras.comm_probe,

@@ -32,13 +32,13 @@ def _sync(device: torch.device) -> None:
 
 
 def overhead_check(run_steps: Callable[[NullClock, int], None], device: torch.device, steps: int,
-                   rounds: int, samples_per_step: int) -> Dict[str, object]:
+                   rounds: int, samples_per_step: int, data_on_device: bool = False) -> Dict[str, object]:
     """run_steps(clock, n) runs n training steps with the given clock."""
     seconds: Dict[str, List[float]] = {"plain": [], "instrumented": []}
     for r in range(rounds):
         order = ("plain", "instrumented") if r % 2 == 0 else ("instrumented", "plain")
         for mode in order:
-            clock = NullClock() if mode == "plain" else PhaseClock(device)
+            clock = NullClock() if mode == "plain" else PhaseClock(device, data_on_device)
             _sync(device)
             start = time.perf_counter()
             clock.start_epoch()

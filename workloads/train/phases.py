@@ -2,7 +2,9 @@
 
 A training step has five phases, timed as follows:
 
-    data       host: time.perf_counter() around next(batches) (the loader's wait, as the host sees it)
+    data       host path: time.perf_counter() around next(batches) (the loader's wait, as the host sees it);
+               device path (data_on_device): device time between marks around next(batches), i.e. the
+               slicing and augmenting kernels (on the host that call only queues them)
     h2d        device: inputs and labels copied to the device (non_blocking from pinned memory)
     forward    device: forward pass, loss, and the epoch's loss/accuracy sums
     backward   device: zero_grad + backward (DDP's gradient all-reduce runs inside it, overlapped)
@@ -37,6 +39,10 @@ CPU_METHOD = ("time.perf_counter() at phase boundaries (CPU work is synchronous)
 CUDA_METHOD = ("CUDA events recorded on the current stream at phase boundaries (no synchronize in the "
                "loop), read after one torch.cuda.synchronize() at the end of the epoch; data = host "
                "time.perf_counter() around next(loader)")
+CUDA_DEVICE_DATA_METHOD = ("CUDA events recorded on the current stream at phase boundaries (no synchronize in "
+                           "the loop), read after one torch.cuda.synchronize() at the end of the epoch; data = "
+                           "device time between events around next(batches): slicing and augmenting on the "
+                           "device (data_placement=device; h2d is then a no-op copy)")
 
 
 class NullClock:
@@ -53,9 +59,11 @@ class NullClock:
 class PhaseClock(NullClock):
     """begin_step() before fetching a batch, loaded() after it, mark(phase) after each device phase."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, data_on_device: bool = False):
         self.cuda = device.type == "cuda"
-        self.method = CUDA_METHOD if self.cuda else CPU_METHOD
+        self.method = (CUDA_DEVICE_DATA_METHOD if data_on_device else CUDA_METHOD) if self.cuda else CPU_METHOD
+        self._device_data = self.cuda and data_on_device  # the data phase between events, not host readings
+        self._data_begin = None
         self._pool: List[torch.cuda.Event] = []
         self._used = 0
         self._start = None
@@ -78,11 +86,16 @@ class PhaseClock(NullClock):
         self._start = self._now()
 
     def begin_step(self) -> None:
-        self._host_begin = time.perf_counter()
+        if self._device_data:
+            self._data_begin = self._now()
+        else:
+            self._host_begin = time.perf_counter()
 
     def loaded(self) -> None:
-        self._data_s.append(time.perf_counter() - self._host_begin)
-        self._marks.append([self._now()])
+        loaded = self._now()
+        # device data: the pair of events, read with the others after the epoch's synchronize
+        self._data_s.append((self._data_begin, loaded) if self._device_data else time.perf_counter() - self._host_begin)
+        self._marks.append([loaded])
 
     def mark(self, phase: str) -> None:
         marks = self._marks[-1]
@@ -99,7 +112,8 @@ class PhaseClock(NullClock):
             torch.cuda.synchronize()
         if any(len(marks) != len(PHASES) for marks in self._marks):
             raise RuntimeError("a step was not marked through all phases")
-        out: Dict[str, List[float]] = {"data": list(self._data_s)}
+        data = [self._seconds(*pair) for pair in self._data_s] if self._device_data else list(self._data_s)
+        out: Dict[str, List[float]] = {"data": data}
         for i, phase in enumerate(DEVICE_PHASES):
             out[phase] = [self._seconds(marks[i], marks[i + 1]) for marks in self._marks]
         ends = [self._start] + [marks[-1] for marks in self._marks]

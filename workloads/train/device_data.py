@@ -1,0 +1,163 @@
+"""The device data path (workload.data_placement=device): a real data set resident on the training device.
+
+Why: a small model on a fast GPU waits on a per-sample host pipeline (PIL transforms per image, a copy per
+batch), so a time-to-accuracy study would compare the hosts' CPUs instead of the GPUs. Here each split is decoded
+once, kept as uint8 N x C x H x W on each worker's device (CIFAR-10's training split: 153.6 MB), and a batch is
+an index slice of the epoch's permutation, augmented there as batched tensor operations (augment.py).
+
+- Which samples: the epoch's order is DistributedSampler's own (torch.utils.data.DistributedSampler over the
+  split's indices, shuffle=True, the run's seed, set_epoch per epoch, drop_last=True as on the host path): every
+  rank takes perm[rank::world] of the same permutation, the tail that does not divide evenly is cut, and the last
+  partial batch is dropped. So for a given seed both paths visit the samples in the same order.
+- Augmentation draws come from a generator on the device seeded from (seed, rank): a rerun repeats them.
+- The held-out split is evaluated on the device too: rank r takes samples r, r + W, ... (no padding), as the host
+  path's evaluation does (evaluation.py).
+- What is decoded: CIFAR-10's python batches as they are (32 x 32); an image folder's images resized and centre
+  cropped to image_size once (the host path's evaluation transform). Augmenting such a folder on the device is
+  a padded crop and a flip of that decoded image (not RandomResizedCrop, which needs the original image).
+- The splits must fit workload.device_data_share of the device's free memory (CUDA: cudaMemGetInfo; CPU:
+  the host's MemAvailable), else the point fails at start, before any step, with one line naming the sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, List, Tuple
+
+import torch
+from torch.utils.data import DistributedSampler
+
+from conf.workload.train import Dataset as DatasetKind
+from conf.workload.train import Precision, TrainConfig
+from workloads.common.distributed import DistContext
+from workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
+from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from workloads.train.model import memory_format
+
+
+@dataclass
+class HostSplit:
+    """A decoded split on the host, before it moves to the device."""
+
+    images: torch.Tensor  # N x C x H x W uint8
+    labels: torch.Tensor  # N int64
+    classes: List[str]
+
+    @property
+    def nbytes(self) -> int:
+        return self.images.numel() * self.images.element_size() + self.labels.numel() * self.labels.element_size()
+
+
+def decode_split(cfg: TrainConfig, kind: DatasetKind, train: bool) -> HostSplit:
+    """The whole split as uint8 tensors: CIFAR-10's arrays as stored, or an image folder decoded once."""
+    if kind == DatasetKind.cifar10:
+        data = local_cifar10(cfg.data_root, transform=None, train=train)
+        images = torch.from_numpy(data.data).permute(0, 3, 1, 2).contiguous()  # N x H x W x C -> N x C x H x W
+        return HostSplit(images, torch.tensor(data.targets, dtype=torch.int64), list(data.classes))
+    import torchvision.transforms as T
+    from torchvision.datasets import ImageFolder
+
+    folder = Path(cfg.data_root) / ("train" if train else "val")
+    transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), T.PILToTensor()])
+    data = ImageFolder(str(folder), transform=transform)
+    if len(data) == 0:
+        raise ValueError(f"workload.data_root={cfg.data_root!r}: {folder} holds no images")
+    images = torch.stack([image.expand(3, -1, -1) if image.shape[0] == 1 else image[:3] for image, _ in data])
+    return HostSplit(images, torch.tensor(data.targets, dtype=torch.int64), list(data.classes))
+
+
+def free_memory_bytes(device: torch.device) -> int:
+    """Free memory of the device the splits go to: cudaMemGetInfo, or the host's MemAvailable for the CPU."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no MemAvailable in /proc/meminfo")
+
+
+def fit_problem(needed: int, free: int, share: float, device: torch.device) -> str | None:
+    """One line when the splits need more than `share` of the device's free memory, else None."""
+    allowed = share * free
+    if needed <= allowed:
+        return None
+    return (f"workload.data_placement=device: the splits take {needed / 1e6:.1f} MB on {device}, more than "
+            f"workload.device_data_share={share:g} of its {free / 1e6:.1f} MB free ({allowed / 1e6:.1f} MB); raise "
+            "workload.device_data_share or use workload.data_placement=host")
+
+
+def input_dtype(cfg: TrainConfig) -> torch.dtype:
+    """The dtype the model takes its inputs in: bf16 under bf16 autocast (its convolutions cast to bf16 anyway),
+    else fp32."""
+    return torch.bfloat16 if cfg.precision == Precision.bf16 else torch.float32
+
+
+def augment_spec(cfg: TrainConfig) -> AugmentSpec:
+    return AugmentSpec(crop_padding=cfg.crop_padding if cfg.augment else 0, flip=cfg.augment,
+                       cutout_holes=cfg.cutout_holes, cutout_size=cfg.cutout_size)
+
+
+class DeviceEpochs:
+    """This rank's training batches of one epoch, sliced and augmented on the device.
+
+    `sampler` is a real DistributedSampler over the split's indices, so workloads.train.data.set_epoch reshuffles
+    it as it does the host loader's. Iterating yields (images, labels) ready for the model."""
+
+    def __init__(self, split: HostSplit, batch: int, cfg: TrainConfig, ctx: DistContext, seed: int, copies: int = 1):
+        self.images, self.labels = split.images.to(ctx.device), split.labels.to(ctx.device)
+        self.classes = split.classes
+        self.batch, self.copies = batch, copies
+        self.sampler = DistributedSampler(range(len(split.labels)), num_replicas=ctx.world_size, rank=ctx.rank,
+                                          shuffle=True, seed=seed, drop_last=True)
+        self.spec, self.dtype, self.memory_format = augment_spec(cfg), input_dtype(cfg), memory_format(cfg)
+        self.norm = Normalization.of(CIFAR10_MEAN, CIFAR10_STD, ctx.device)
+        self.generator = torch.Generator(device=ctx.device)
+        self.generator.manual_seed(hash((seed, ctx.rank)) & 0xFFFF_FFFF_FFFF)  # ints hash the same in every process
+
+    def __len__(self) -> int:
+        return len(self.sampler) // self.batch  # the last partial batch is dropped, as on the host path
+
+    def epoch_order(self) -> torch.Tensor:
+        """This rank's sample indices for the current epoch (DistributedSampler's), on the device."""
+        return torch.as_tensor(list(self.sampler), dtype=torch.int64).to(self.images.device, non_blocking=True)
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        order = self.epoch_order()
+        for step in range(len(self)):
+            index = order[step * self.batch:(step + 1) * self.batch]
+            yield augment_batch(self.images[index], self.labels[index], self.spec, self.norm, self.dtype,
+                                self.memory_format, self.generator, copies=self.copies)
+
+
+class DeviceHeldOut:
+    """This rank's share of the held-out split (samples rank, rank + W, ...), normalized on the device in batches;
+    evaluation.evaluate iterates it like the host path's DataLoader."""
+
+    def __init__(self, split: HostSplit, batch: int, cfg: TrainConfig, ctx: DistContext):
+        shard = torch.arange(ctx.rank, len(split.labels), ctx.world_size)
+        self.images, self.labels = split.images[shard].to(ctx.device), split.labels[shard].to(ctx.device)
+        self.batch, self.dtype, self.memory_format = batch, input_dtype(cfg), memory_format(cfg)
+        self.norm = Normalization.of(CIFAR10_MEAN, CIFAR10_STD, ctx.device)
+
+    def __len__(self) -> int:
+        return -(-len(self.labels) // self.batch)
+
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        for start in range(0, len(self.labels), self.batch):
+            images = normalize(self.images[start:start + self.batch], self.norm, self.dtype)
+            yield images.contiguous(memory_format=self.memory_format), self.labels[start:start + self.batch]
+
+
+def device_data(cfg: TrainConfig, kind: DatasetKind, ctx: DistContext, batch: int, seed: int
+                ) -> Tuple[DeviceEpochs, DeviceHeldOut | None]:
+    """Both splits decoded on the host, checked against the device's free memory, then moved there."""
+    train = decode_split(cfg, kind, train=True)
+    held_out = decode_split(cfg, kind, train=False) if cfg.eval_every else None
+    needed = train.nbytes + (held_out.nbytes if held_out else 0)
+    problem = fit_problem(needed, free_memory_bytes(ctx.device), cfg.device_data_share, ctx.device)
+    if problem:
+        raise ValueError(problem)
+    return (DeviceEpochs(train, batch, cfg, ctx, seed),
+            DeviceHeldOut(held_out, batch, cfg, ctx) if held_out else None)
