@@ -41,6 +41,15 @@ def test_warmup_only_rises_and_zero_epochs_is_off():
     assert lr_schedule.lr_at_step(5, 10, 0.1, 0.8, 0.5) == pytest.approx(0.8)  # half an epoch = 5 steps
 
 
+def test_warmup_from_zero_then_linear_decay_to_zero_is_the_triangular_schedule():
+    # 1 warm-up epoch of 10 steps from 0 to 0.05, then down to 0 at the end of epoch 6 (step 60), then 0
+    at = [lr_schedule.lr_at_step(s, 10, 0.05, 0.05, 1, warmup_from_zero=True, decay_epochs=6)
+          for s in (0, 5, 10, 35, 59, 60, 80)]
+    assert at == pytest.approx([0.0, 0.025, 0.05, 0.025, 0.001, 0.0, 0.0])
+    # without warm-up the fall starts at step 0: 0.1 x (1 - 15 / 20)
+    assert lr_schedule.lr_at_step(15, 10, 0.1, 0.1, 0, decay_epochs=2) == pytest.approx(0.025)
+
+
 # --- batches and devices -----------------------------------------------------------------------------
 
 class _Cfg:

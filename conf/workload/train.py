@@ -40,6 +40,10 @@ REAL_DATASETS = (Dataset.cifar10, Dataset.image_folder)  # read from data_root, 
 class Parallel(str, Enum):
     ddp = "ddp"  # DistributedDataParallel: one process per GPU (torchrun workers)
     dp = "dp"  # nn.DataParallel: one process driving workload.dp_devices GPUs of its node
+    # one worker, the bare model: no wrapper, no gradient all-reduce. DDP over a single process all-reduces with
+    # itself, and on a small model its per-parameter bucket copies cost more than the step's own kernels
+    # (docs/results/tta_digits_device/); the time-to-accuracy presets run one GPU per point this way
+    none = "none"
 
 
 class Precision(str, Enum):
@@ -52,6 +56,16 @@ class DataPlacement(str, Enum):
     # cifar10 / image_folder: the splits decoded once and kept as uint8 on each worker's device; batches are
     # index slices of the epoch's permutation, augmented there (workloads/train/device_data.py)
     device = "device"
+
+
+class WarmupFrom(str, Enum):
+    lr = "lr"  # Goyal et al.: from the base rate lr to the scaled rate
+    zero = "zero"  # from 0 to the rate (one-cycle / triangular schedules)
+
+
+class LrDecay(str, Enum):
+    none = "none"  # the rate holds after the warm-up
+    linear = "linear"  # from the rate after warm-up to 0 at the end of epoch lr_decay_epochs, then 0
 
 
 class LrScaling(str, Enum):
@@ -88,6 +102,10 @@ class TrainConfig(WorkloadConfig):
     lr_scaling: LrScaling = MISSING
     lr_base_batch: int = MISSING  # the global batch that lr is meant for (lr_scaling=linear)
     warmup_epochs: float = MISSING  # gradual warm-up (Goyal et al.) from lr to the scaled lr; 0: none
+    warmup_from: WarmupFrom = MISSING
+    lr_decay: LrDecay = MISSING
+    lr_decay_epochs: float = MISSING  # lr_decay=linear: the epoch at whose end the rate reaches 0
+    label_smoothing: float = MISSING  # CrossEntropyLoss(label_smoothing=): training loss only
     comm_probe_steps: int = MISSING  # ddp: steps timed with no_sync() and synced, after training; 0: off
     profile_comm_steps: int = MISSING  # GPU: steps under torch.profiler for NCCL kernel time; 0: off
     overhead_check_steps: int = MISSING  # steps per block of the plain vs instrumented loop check; 0: off
@@ -144,6 +162,10 @@ class TrainConfig(WorkloadConfig):
         require(target is None or self.eval_every >= 1, "workload.eval_every",
                 "an integer >= 1 when workload.target_accuracy is set (the target is checked at evaluations)",
                 self.eval_every)
+        require(self.lr_decay == LrDecay.none or self.lr_decay_epochs > self.warmup_epochs, "workload.lr_decay_epochs",
+                f"a number of epochs > workload.warmup_epochs={self.warmup_epochs} when workload.lr_decay=linear",
+                self.lr_decay_epochs)
+        require(0 <= self.label_smoothing < 1, "workload.label_smoothing", "a number in [0, 1)", self.label_smoothing)
         require(self.crop_padding >= 0, "workload.crop_padding", "an integer >= 0 (0: no crop)", self.crop_padding)
         require(self.cutout_holes >= 0, "workload.cutout_holes", "an integer >= 0 (0: no Cutout)", self.cutout_holes)
         require(self.cutout_holes == 0 or 1 <= self.cutout_size <= self.image_size, "workload.cutout_size",
@@ -180,6 +202,9 @@ class TrainConfig(WorkloadConfig):
                     "workload.scaling=strong", self.batch_size)
         if self.parallel == Parallel.dp:
             check_data_parallel(self, resources)
+        require(self.parallel != Parallel.none or world == 1, "resources.workers_per_node",
+                "1 on 1 node when workload.parallel=none (the bare model, one worker; use parallel=ddp for more)",
+                f"{resources.workers_per_node} on {resources.nodes} node(s)")
         check_batch_fits_data(self, world)
 
     def preflight_problems(self) -> List[str]:

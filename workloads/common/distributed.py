@@ -80,6 +80,8 @@ def init_distributed(setup: WorkerSetup) -> DistContext:
 
 
 def all_gather_objects(obj: object) -> list:
+    if dist.get_world_size() == 1:  # nothing to gather; NCCL's object gather would cost host-device round trips
+        return [obj]
     gathered: list = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, obj)
     return gathered

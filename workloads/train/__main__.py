@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.train import DataPlacement, Dataset, TrainConfig
+from conf.workload.train import DataPlacement, Dataset, LrDecay, TrainConfig, WarmupFrom
 from contract.result_format import WARMUP_EPOCHS
 from contract.sweep_layout import CHECKPOINT_FILE
 from workloads.common.checkpoint import EpochCheckpoint
@@ -63,7 +63,9 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
     extras.steps_per_epoch = len(loader)
     extras.lr_target = target_lr(cfg.lr, cfg.lr_scaling, global_batch, cfg.lr_base_batch)
-    lr_of_step = lambda step: lr_at_step(step, len(loader), cfg.lr, extras.lr_target, cfg.warmup_epochs)  # noqa: E731
+    decay_epochs = cfg.lr_decay_epochs if cfg.lr_decay == LrDecay.linear else None
+    lr_of_step = lambda step: lr_at_step(step, len(loader), cfg.lr, extras.lr_target, cfg.warmup_epochs,  # noqa: E731
+                                         cfg.warmup_from == WarmupFrom.zero, decay_epochs)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
                                 weight_decay=cfg.weight_decay)
     stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)

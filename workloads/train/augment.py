@@ -64,19 +64,22 @@ def random_flip(images: torch.Tensor, generator: Optional[torch.Generator]) -> t
 
 @dataclass(frozen=True)
 class Normalization:
-    """Per-channel mean and std as 1 x C x 1 x 1 tensors on the data's device (made once, not per batch)."""
+    """(x / 255 - mean) / std as x * scale + shift, scale = 1 / (255 std), shift = -mean / std: 1 x C x 1 x 1
+    tensors on the data's device, made once (one fused multiply-add per batch instead of three operations)."""
 
-    mean: torch.Tensor
-    std: torch.Tensor
+    scale: torch.Tensor
+    shift: torch.Tensor
 
     @classmethod
     def of(cls, mean: Sequence[float], std: Sequence[float], device: torch.device) -> "Normalization":
-        return cls(torch.tensor(mean, device=device).view(1, -1, 1, 1), torch.tensor(std, device=device).view(1, -1, 1, 1))
+        mean_t = torch.tensor(mean, dtype=torch.float64).view(1, -1, 1, 1)
+        std_t = torch.tensor(std, dtype=torch.float64).view(1, -1, 1, 1)
+        return cls((1 / (255 * std_t)).float().to(device), (-mean_t / std_t).float().to(device))
 
 
 def normalize(images: torch.Tensor, norm: Normalization, dtype: torch.dtype) -> torch.Tensor:
     """uint8 images -> (x / 255 - mean) / std in `dtype` (the arithmetic in fp32)."""
-    return ((images.float() / 255.0 - norm.mean) / norm.std).to(dtype)
+    return torch.addcmul(norm.shift, images, norm.scale).to(dtype)  # uint8 x float32 promotes to float32: one kernel
 
 
 def cutout_mask(n: int, height: int, width: int, holes: int, size: int, device: torch.device,

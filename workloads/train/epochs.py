@@ -42,7 +42,7 @@ class Stepper:
 
     def __init__(self, model, optimizer, cfg: TrainConfig, ctx: DistContext, lr_of_step: Callable[[int], float]):
         self.model, self.optimizer, self.device = model, optimizer, ctx.device
-        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
         self.memory_format = memory_format(cfg)
         self.bf16 = cfg.precision == Precision.bf16
         self.lr_of_step = lr_of_step
@@ -54,7 +54,9 @@ class Stepper:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
 
     def reset_sums(self) -> None:
-        self.sums = torch.zeros(2, device=self.device)  # loss sum, correct predictions
+        # the epoch's loss sum and correct predictions, accumulated on the device (two in-place kernels a step)
+        self.loss_sum = torch.zeros((), device=self.device)
+        self.correct = torch.zeros((), dtype=torch.int64, device=self.device)
         self.samples = 0
 
     def loss_of(self, images, labels):
@@ -71,7 +73,8 @@ class Stepper:
         clock.mark("h2d")
         logits, loss = self.loss_of(images, labels)
         n = labels.shape[0]
-        self.sums += torch.stack([loss.detach().float() * n, (logits.argmax(1) == labels).sum().float()])
+        self.loss_sum.add_(loss.detach().float(), alpha=n)
+        self.correct.add_((logits.argmax(1) == labels).sum())
         self.samples += n
         clock.mark("forward")
         self.optimizer.zero_grad(set_to_none=True)
@@ -103,7 +106,8 @@ def run_epoch(stepper: Stepper, loader, clock: PhaseClock) -> Dict[str, List[flo
 
 def record_epoch(log: EpochLog, stepper: Stepper, phases: Dict[str, List[float]], elapsed: float) -> None:
     """Gathers every rank's epoch numbers (one all_gather) and the loss/accuracy sums (one all_reduce)."""
-    totals = torch.cat([stepper.sums, torch.tensor([float(stepper.samples)], device=stepper.device)])
+    totals = torch.stack([stepper.loss_sum, stepper.correct.float(),
+                          torch.tensor(float(stepper.samples)).to(stepper.device)])
     dist.all_reduce(totals)
     loss_sum, correct, samples = totals.tolist()
     mine = {"total": elapsed, "train": sum(train_seconds(phases)),

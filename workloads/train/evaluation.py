@@ -45,15 +45,17 @@ def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: 
     """(top-1 as a fraction, mean cross-entropy) over the whole held-out split, the same on every rank."""
     was_training = model.training
     model.eval()
-    totals = torch.zeros(3, dtype=torch.float64, device=ctx.device)  # correct, loss sum, samples
+    totals = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # correct, loss sum
+    count = 0  # counted on the host: a per-batch tensor from the host would be a synchronizing copy
     for images, labels in loader:
         images = images.to(ctx.device, non_blocking=True, memory_format=memory_format(cfg))
         labels = labels.to(ctx.device, non_blocking=True)
         with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=cfg.precision == Precision.bf16):
             logits = model(images)
         loss = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
-        totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double(),
-                               torch.tensor(float(labels.numel()), dtype=torch.float64, device=ctx.device)])
+        totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double()])
+        count += labels.numel()
+    totals = torch.cat([totals, torch.tensor([float(count)], dtype=torch.float64).to(ctx.device)])
     dist.all_reduce(totals)
     model.train(was_training)
     correct, loss_sum, count = totals.tolist()

@@ -8,10 +8,19 @@ Large Minibatch SGD: Training ImageNet in 1 Hour").
   ever rises: when the target is not above lr (lr_scaling=none, or a global batch below lr_base_batch)
   it starts at the target, i.e. it is flat.
 
+- Warm-up from zero (workload.warmup_from=zero): the ramp starts at 0 instead of lr, as one-cycle schedules do
+  (Smith & Topin 2017; Page's DAWNBench CIFAR-10 ResNet and Keller Jordan's airbench ramp up from near 0).
+- Linear decay (workload.lr_decay=linear): after the warm-up the rate falls linearly from the target to 0 at
+  the end of epoch lr_decay_epochs and stays 0 (the triangular schedule of Page and airbench). A schedule that
+  ends at a fixed epoch makes every seed approach its final accuracy at the same epoch: the time-to-accuracy
+  preset uses it to narrow the spread of epochs to target (docs/studies/time-to-accuracy.md).
+
 Pure functions: the train loop calls `lr_at_step` before each optimizer step.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from conf.workload.train import LrScaling
 
@@ -23,11 +32,16 @@ def target_lr(lr: float, scaling: LrScaling, global_batch: int, base_batch: int)
     return lr
 
 
-def lr_at_step(step: int, steps_per_epoch: int, lr: float, target: float, warmup_epochs: float) -> float:
-    """The rate of global step `step` (0-based, counted over all epochs): a linear ramp from lr (step 0)
-    to target (step warmup_epochs * steps_per_epoch), then target."""
+def lr_at_step(step: int, steps_per_epoch: int, lr: float, target: float, warmup_epochs: float,
+               warmup_from_zero: bool = False, decay_epochs: Optional[float] = None) -> float:
+    """The rate of global step `step` (0-based, counted over all epochs): a linear ramp from lr (or 0) at step 0
+    to target at step warmup_epochs * steps_per_epoch; then target, or with decay_epochs a linear fall to 0 at
+    step decay_epochs * steps_per_epoch."""
     warmup_steps = warmup_epochs * steps_per_epoch
-    if warmup_steps <= 0 or step >= warmup_steps:
+    if warmup_steps > 0 and step < warmup_steps:
+        start = 0.0 if warmup_from_zero else min(lr, target)
+        return start + (target - start) * step / warmup_steps
+    if decay_epochs is None:
         return target
-    start = min(lr, target)
-    return start + (target - start) * step / warmup_steps
+    decay_steps = decay_epochs * steps_per_epoch - max(warmup_steps, 0)
+    return target * max(0.0, 1 - (step - max(warmup_steps, 0)) / decay_steps)

@@ -40,6 +40,8 @@ COMM_METHOD = ("after training, on one batch on the device: forward+backward ste
 
 
 def wrap_model(model: torch.nn.Module, cfg: TrainConfig, ctx: DistContext) -> torch.nn.Module:
+    if cfg.parallel == Parallel.none:  # one worker (the schema checked it): nothing to synchronize
+        return model
     if cfg.parallel == Parallel.ddp:
         return DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
     if ctx.device.type == "cuda":
