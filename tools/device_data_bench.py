@@ -56,6 +56,7 @@ from workloads.train.__main__ import train  # noqa: E402
 from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, resolve_dataset  # noqa: E402
 from workloads.train.device_data import decode_split  # noqa: E402
 from workloads.train.measurements import Extras  # noqa: E402
+from workloads.train.tta import EvaluationLog  # noqa: E402
 
 
 def workload(overrides: List[str]):
@@ -77,13 +78,18 @@ def process_group() -> DistContext:
     return DistContext(rank=0, local_rank=0, world_size=1, device=device, backend=backend)
 
 
-def hpml_epochs(cfg, ctx: DistContext, seed: int) -> List[float]:
-    """train() as the workload runs it; the warm epochs' seconds as the TTA clock sees them."""
+def hpml_run(cfg, ctx: DistContext, seed: int) -> EvaluationLog:
+    """train() as the workload runs it; its evaluation record (top-1 and the TTA clock per evaluation)."""
     kind, _ = resolve_dataset(cfg)
     extras = Extras()
     with tempfile.TemporaryDirectory() as point_dir:
         train(cfg, seed, ctx, Path(point_dir), kind, extras)
-    elapsed = extras.evaluations.elapsed_s
+    return extras.evaluations
+
+
+def hpml_epochs(cfg, ctx: DistContext, seed: int) -> List[float]:
+    """The warm epochs' seconds as the TTA clock sees them."""
+    elapsed = hpml_run(cfg, ctx, seed).elapsed_s
     return [b - a for a, b in zip(elapsed, elapsed[1:])]  # drops epoch 1 (cold)
 
 
