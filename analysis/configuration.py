@@ -13,6 +13,9 @@ from typing import Any, Dict, Mapping
 
 # Config groups that say where and how a point ran, not what it measured.
 NOT_CONFIGURATION_GROUPS = ("sweep", "resources", "cluster")
+# Keys that say where, not what: the same data set under /scratch/a on one cluster and /home/b on another is one
+# configuration (a comparison of hardware types runs on machines whose paths differ).
+NOT_CONFIGURATION_KEYS = ("workload.data_root",)
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
@@ -31,7 +34,7 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
 def configuration_items(config: Mapping[str, Any]) -> Dict[str, Any]:
     """The config values that define a configuration, by dotted key, sorted."""
     kept = {group: tree for group, tree in config.items() if group not in NOT_CONFIGURATION_GROUPS}
-    return dict(sorted(flatten(kept).items()))
+    return dict(sorted((k, v) for k, v in flatten(kept).items() if k not in NOT_CONFIGURATION_KEYS))
 
 
 def items_key(items: Mapping[str, Any]) -> str:

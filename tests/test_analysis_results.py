@@ -193,3 +193,15 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_where_the_data_lives_is_not_part_of_a_configuration():
+    """Two hardware types with the same digits under different paths are one configuration; the data path is not."""
+    from analysis.configuration import configuration_items
+
+    def config(root, placement):
+        return {"workload": {"data_root": root, "data_placement": placement, "lr": 0.1}, "sweep": {"seed": 0}}
+
+    assert configuration_items(config("/tmp/a", "device")) == configuration_items(config("/home/b", "device"))
+    assert configuration_items(config("/tmp/a", "device")) != configuration_items(config("/tmp/a", "host"))
+    assert "workload.data_root" not in configuration_items(config("/tmp/a", "device"))

@@ -8,7 +8,8 @@ label=$1
 hpml=(python -m launcher.cli)
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUT/$label-gpu.txt"
-data=$(mktemp -d)
+data=/tmp/hpml-tta-digits  # one path on every machine (the report drops data_root from a configuration anyway)
+rm -rf "$data"
 "${hpml[@]}" data digits --root "$data/digits" --ood "$data/ood"
 python -m pytest -q -m gpu tests/test_device_data.py 2>&1 | tail -3
 python tools/device_data_bench.py epoch --data-root "$data/digits" --rounds 3 --epochs 8 --out "$OUT/$label-epoch.json" \
