@@ -231,3 +231,27 @@ def test_on_a_gpu_the_batches_are_the_cpus_order_and_the_data_phase_is_device_ti
             clock.mark(phase)
     phases = clock.read()
     assert len(phases["data"]) == 4 and all(s > 0 for s in phases["data"])  # the slicing and augmenting kernels
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["workload.data_placement=device"], "workload.data_placement='device' is not allowed: host unless workload.dataset"),
+    (["workload.device_data_share=0"], "workload.device_data_share=0.0 is not allowed: a fraction in (0, 1]"),
+    (["workload.device_data_share=1.5"], "workload.device_data_share=1.5 is not allowed"),
+    (["workload.crop_padding=-1"], "workload.crop_padding=-1 is not allowed: an integer >= 0"),
+    (["workload.cutout_holes=-2"], "workload.cutout_holes=-2 is not allowed: an integer >= 0"),
+    (["workload.cutout_holes=1"], "workload.cutout_holes=1 is not allowed: 0 unless workload.dataset is cifar10"),
+    (["workload.dataset=cifar10", "workload.data_root=/d", "workload.cutout_holes=1", "workload.cutout_size=0"],
+     "workload.cutout_size=0 is not allowed: an integer in [1, workload.image_size=32]"),
+    (["workload.lr_decay=linear", "workload.warmup_epochs=2", "workload.lr_decay_epochs=2"],
+     "workload.lr_decay_epochs=2.0 is not allowed: a number of epochs > workload.warmup_epochs=2.0"),
+    (["workload.label_smoothing=-0.1"], "workload.label_smoothing=-0.1 is not allowed: a number in [0, 1)"),
+    (["workload.parallel=none", "resources.workers_per_node=2"],
+     "resources.workers_per_node='2 on 1 node(s)' is not allowed: 1 on 1 node when workload.parallel=none"),
+    (["workload.parallel=none", "resources.nodes=2"], "is not allowed: 1 on 1 node when workload.parallel=none"),
+])
+def test_every_new_key_refuses_bad_values_naming_the_key(compose_values, overrides, message):
+    from conf.validation import ConfigValueError
+
+    with pytest.raises(ConfigValueError) as caught:
+        config_from_dict(compose_values(overrides))
+    assert message in str(caught.value) and "\n" not in str(caught.value)

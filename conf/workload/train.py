@@ -120,7 +120,7 @@ class TrainConfig(WorkloadConfig):
     crop_padding: int = MISSING  # augment: zero padding (pixels) around the image before the random crop
     cutout_holes: int = MISSING  # Cutout (DeVries & Taylor 2017): square holes per training image; 0: off
     cutout_size: int = MISSING  # the holes' side in pixels (clipped at the border)
-    # --- the data path (docs/studies/time-to-accuracy.md, "The data path") ---
+    # --- the data path (docs/studies/data-on-the-device.md) ---
     data_placement: DataPlacement = MISSING
     device_data_share: float = MISSING  # data_placement=device: the largest share of the device's free memory
     save_model: bool = MISSING  # rank 0 keeps points/<n>/model.pt (weights + how to rebuild) for `hpml evaluate`
@@ -144,7 +144,7 @@ class TrainConfig(WorkloadConfig):
                 self.data_root)
         require(self.dp_devices >= 1, "workload.dp_devices", "an integer >= 1", self.dp_devices)
         require(self.parallel == Parallel.dp or self.dp_devices == 1, "workload.dp_devices",
-                "1 when workload.parallel=ddp (one GPU per process)", self.dp_devices)
+                f"1 when workload.parallel={self.parallel.value} (one GPU per process; several only with parallel=dp)", self.dp_devices)
         require(self.lr_base_batch >= 1, "workload.lr_base_batch", "an integer >= 1", self.lr_base_batch)
         require(self.warmup_epochs >= 0, "workload.warmup_epochs", "a number >= 0 (0: no warm-up)",
                 self.warmup_epochs)
