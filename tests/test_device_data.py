@@ -255,3 +255,36 @@ def test_every_new_key_refuses_bad_values_naming_the_key(compose_values, overrid
     with pytest.raises(ConfigValueError) as caught:
         config_from_dict(compose_values(overrides))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_image_folder_is_decoded_once_at_image_size(tmp_path, compose_values):
+    import numpy as np
+    from PIL import Image
+
+    for split, count in (("train", 3), ("val", 2)):
+        for cls in ("cats", "dogs"):
+            (tmp_path / split / cls).mkdir(parents=True)
+            for i in range(count):
+                pixels = np.random.default_rng(i).integers(0, 256, (40, 48, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(tmp_path / split / cls / f"{i}.png")
+    Image.fromarray(np.full((20, 20), 200, dtype=np.uint8)).save(tmp_path / "train" / "dogs" / "gray.png")
+    cfg = config_from_dict(compose_values(["workload.dataset=image_folder", f"workload.data_root={tmp_path}",
+                                           "workload.image_size=16", "workload.num_classes=2"])).workload
+    train = decode_split(cfg, cfg.dataset, train=True)
+    held_out = decode_split(cfg, cfg.dataset, train=False)
+    assert train.images.shape == (7, 3, 16, 16) and train.images.dtype == torch.uint8
+    assert held_out.images.shape == (4, 3, 16, 16) and train.classes == ["cats", "dogs"]
+    assert train.labels.tolist() == [0, 0, 0, 1, 1, 1, 1]
+    assert (train.images[6] == 200).all()  # the grayscale image, as RGB
+
+
+def test_the_host_path_applies_cutout_after_normalization(tmp_path, compose_values):
+    from workloads.train.data import build_dataset
+
+    write_cifar10(tmp_path)
+    cfg = config_from_dict(compose_values(["workload.dataset=cifar10", f"workload.data_root={tmp_path}",
+                                           "workload.augment=false", "workload.cutout_holes=1",
+                                           "workload.cutout_size=8"])).workload
+    image, _ = build_dataset(cfg, seed=0)[0]
+    zero = (image == 0).all(dim=0)
+    assert 16 <= zero.sum().item() <= 64  # one 8 x 8 hole, clipped at the border at worst to a quarter
