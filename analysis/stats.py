@@ -13,6 +13,8 @@ once and tested once (tests/test_stats.py, against hand-computed values):
   speedup / (N / N_base).
 - olympic_mean: MLPerf's benchmark result of N timed runs: the fastest and the slowest dropped, the mean of
   the rest; one run that did not converge counts as the slowest (dropped); more than one makes it invalid.
+- difference_threshold / exceeds_spread: whether two means (e.g. the TTA of two hardware types) differ by more
+  than their runs' spread: |mean_a - mean_b| > 2 * sqrt(s_a^2/n_a + s_b^2/n_b) (Welch-style, approximate 95 %).
 - differing_labels: for configurations given as {dotted key: value}, the items in which each differs from
   the others, so a heading says "batch_size=64" rather than the whole config.
 - natural_key: sorts text with numbers by their value ("batch_size=8" before "batch_size=32").
@@ -120,6 +122,28 @@ def efficiency(scaling: str, *, speedup_n: float, n_base: int, n: int, step_base
     if scaling == "strong":
         return speedup_n / (n / n_base)
     raise ValueError(f"scaling must be weak or strong, got {scaling!r}")
+
+
+SPREAD_Z = 2.0  # the normal 97.5 % quantile (1.96) rounded: +-2 standard errors is an approximate 95 % interval
+
+
+def difference_threshold(std_a: float, n_a: int, std_b: float, n_b: int) -> float:
+    """The half-width of an approximate 95 % interval of the difference of two means: 2 * sqrt(s_a^2/n_a +
+    s_b^2/n_b), Welch-style (each sample its own variance), with s the sample std (ddof=1) and n the sample size.
+
+    It uses the normal quantile rounded to 2, not Student's t of Welch-Satterthwaite's degrees of freedom (about
+    2.3 at 8 degrees of freedom): with a few runs per side the interval is a little narrow, so a difference just
+    above the threshold is borderline. Needs n >= 2 on each side (one value has no sample std)."""
+    if n_a < 2 or n_b < 2:
+        raise ValueError(f"difference_threshold needs n >= 2 on each side, got n_a={n_a}, n_b={n_b}")
+    return SPREAD_Z * math.sqrt(std_a ** 2 / n_a + std_b ** 2 / n_b)
+
+
+def exceeds_spread(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int) -> bool:
+    """The rule the reports state: the difference of two means exceeds the spread when
+    |mean_a - mean_b| > 2 * sqrt(s_a^2/n_a + s_b^2/n_b) (difference_threshold), i.e. when an approximate 95 %
+    interval of the difference excludes 0. Equal to the threshold does not exceed it."""
+    return abs(mean_a - mean_b) > difference_threshold(std_a, n_a, std_b, n_b)
 
 
 def is_missing(value: Any) -> bool:

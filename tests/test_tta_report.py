@@ -178,9 +178,9 @@ def test_hpml_report_renders_the_time_to_accuracy_sections(tmp_path, capsys):
     assert "### Time to accuracy: resnet18, no target batch_size=32 target_accuracy=None\n\n1 run(s) with an " \
            "evaluation record; 1 evaluated without a target: plotted, not tabulated.\n\nFigures: tta_curves_2.png." \
            in markdown
-    assert (f"| {H100} | 5 | 5/5 (100 %) | 12.00 ± 1.58 (n=5) | 0.1318 | 12.00 [10.00, 14.00] | 12.00 | "
+    assert (f"| {H100} | host | 5 | 5/5 (100 %) | 12.00 ± 1.58 (n=5) | 0.1318 | 12.00 [10.00, 14.00] | 12.00 | "
             "11.00 ± 1.58 (n=5) | 0.1437 | 11.00 | 2.60 ± 0.55 (n=5) | 0.2107 | 26.0 |") in markdown
-    assert (f"| {H200} | 4 | 3/4 (75 %) | 8.00 ± 1.00 (n=3) | 0.1250 | 8.00 [7.00, 9.00] | 8.50 |") in markdown
+    assert (f"| {H200} | host | 4 | 3/4 (75 %) | 8.00 ± 1.00 (n=3) | 0.1250 | 8.00 [7.00, 9.00] | 8.50 |") in markdown
     assert "| — (undefined: 1 run(s), needs 3) |" in markdown
     # a broken evaluation record is one line, the other results are still tabulated
     assert "measurements.evaluation: lists of different lengths" in markdown

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping
 from contract.result_format import WARMUP_EPOCHS, timed_values
 from contract.result_schema import (DURATION_LISTS, EPOCH_TIMES, NUMBERS, POSITIVE_INTEGER, SCALING, Kind,
                                     check_kinds, shown)
+from analysis.train.runs import DATA_PATHS
 
 TRAINING_MEASUREMENTS: Dict[str, Kind] = {
     "config.workload.scaling": SCALING,
@@ -36,6 +37,10 @@ def training_consistency(doc: Mapping[str, Any]) -> List[str]:
     if cold is not None and not (isinstance(cold, list) and all(type(i) is int and 0 <= i < epochs for i in cold)):
         errors.append(f"measurements.cold_epochs: expected epoch indices 0..{epochs - 1}, got {shown(cold)}")
         return errors  # the checks below count timed epochs by it
+    # optional: results written before it existed ran the host path; when present it must name a known path
+    if "data_placement" in m and m["data_placement"] not in DATA_PATHS:
+        errors.append(f"measurements.data_placement: expected one of {', '.join(DATA_PATHS)}, "
+                      f"got {shown(m['data_placement'])}")
     for key in ("epoch_time_s_per_rank", "step_time_s"):
         if len(m[key]) != epochs:
             errors.append(f"measurements.{key}: {len(m[key])} epoch(s), but epoch_time_s has {epochs}")

@@ -11,6 +11,10 @@ Definitions (docs/studies/batch-gpu-scaling.md):
   first after each resume). "total" epoch time: measurements.epoch_time_s (slowest rank, wall clock);
   "train": measurements.train_time_s (slowest rank's h2d+forward+backward+optimizer; results written
   before it existed have none, and their train columns stay empty). Step times are rank 0's.
+- Data path (measurements.data_placement): "host" (DataLoader, host-to-device copy per batch) or "device" (the
+  split resident on the GPU, batches sliced and augmented there). The result records the path that ran, which
+  can differ from the configured one (dataset=auto without CIFAR-10 runs synthetic data on the host); results
+  written before the key existed ran the host path. Its phase "data" is timed differently on each path.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from analysis.configuration import configuration_items, items_key
 from contract.result_format import timed_epoch_indices
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer")
+DATA_PATHS = ("host", "device")  # the values of measurements.data_placement
+LEGACY_DATA_PATH = "host"  # results written before measurements.data_placement existed had only the DataLoader
 NOT_GROUP = ("workload.dp_devices", "workload.batch_size", "workload.max_batch_probe", "workload.comm_probe_steps",
              "workload.profile_comm_steps", "workload.overhead_check_steps", "workload.overhead_check_rounds")
 
@@ -44,6 +50,11 @@ def devices_of(config: Mapping[str, Any]) -> int:
 def per_device_batch_of(config: Mapping[str, Any]) -> int:
     w = config["workload"]
     return w["batch_size"] if w["scaling"] == "weak" else w["batch_size"] // devices_of(config)
+
+
+def data_path_of(measurements: Mapping[str, Any]) -> str:
+    """The data path a run used: measurements.data_placement, or the host path for a result that predates it."""
+    return measurements.get("data_placement", LEGACY_DATA_PATH)
 
 
 def _timed(values: List[Any], indices: List[int]) -> List[Any]:
@@ -75,6 +86,7 @@ def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     phases = m.get("phase_time_s")
     record.update({
         "steps_per_epoch": m["steps_per_epoch"], "samples_per_epoch": m["samples_per_epoch"],
+        "data_placement": data_path_of(m),
         "epoch_total_s": _timed(m["epoch_time_s"], timed),
         "epoch_train_s": _timed(m["train_time_s"], timed) if "train_time_s" in m else None,
         "step_s": steps,
@@ -110,6 +122,16 @@ def by_row(runs: Iterable[Dict[str, Any]]) -> Dict[RowKey, List[Dict[str, Any]]]
         key = (run["sweep"], run["group_key"], run["fixed_batch"], run["devices"], run["nodes"], run["workers_per_node"])
         rows.setdefault(key, []).append(run)
     return dict(sorted(rows.items()))
+
+
+def by_data_path(runs: Iterable[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    """The ok runs of one row split by the data path that ran (host before device): a table that shows the phase
+    "data" never pools the two, since "data" is host time on one path and device time on the other."""
+    paths: Dict[str, List[Dict[str, Any]]] = {}
+    for run in runs:
+        paths.setdefault(run["data_placement"], []).append(run)
+    order = {path: i for i, path in enumerate(DATA_PATHS)}
+    return dict(sorted(paths.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 
 def ok_runs(members: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

@@ -95,15 +95,32 @@ def time_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
     return sections
 
 
+# What the phase "data" measures on each data path (measurements.data_placement; workloads/train/phases.py)
+DATA_PHASE_LINES = {
+    "host": "host path (DataLoader): data is host time around next(loader), the wait for the next batch of "
+            "per-sample CPU transforms; h2d is the copy to the device",
+    "device": "device path (the split resident on the device): data is device time between CUDA events (perf_counter "
+              "on a CPU) of slicing the epoch's permutation and augmenting there; h2d is close to 0 (a no-op copy: "
+              "the batch is already on the device)",
+}
+
+
+def phase_intro(paths: List[str]) -> str:
+    """The phase table's text, saying what "data" means on each data path its rows ran."""
+    data = "; ".join(DATA_PHASE_LINES[path] for path in paths)
+    return ("Mean time per step of each phase, rank 0, timed epochs (n steps, repeats pooled); one row per data "
+            f"path, never pooled. {data[0].upper()}{data[1:]}. The other phases are device time between CUDA "
+            "events (GPU) or perf_counter (CPU). train step = h2d + forward + backward + optimizer.")
+
+
 def phase_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
     sections = []
     for (sweep, key), rows in _groups(table):
-        intro = ("Mean time per step of each phase, rank 0, timed epochs (n steps, repeats pooled); data is "
-                 "host time around next(loader), the others device time between CUDA events (GPU) or "
-                 "perf_counter (CPU). train step = h2d + forward + backward + optimizer.")
-        headers = ["per-device batch", "N", "steps (n)"] + [f"{p} [ms]" for p in tt.PHASES] + \
+        intro = phase_intro(list(dict.fromkeys(rows["data_placement"])))
+        headers = ["data path", "per-device batch", "N", "steps (n)"] + [f"{p} [ms]" for p in tt.PHASES] + \
             ["train step [ms]", "train epoch [s]", "total epoch [s]"]
-        body = [[r["per_device_batch"], r["devices"], r["step_n"]] + [_ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
+        body = [[r["data_placement"], r["per_device_batch"], r["devices"], r["step_n"]]
+                + [_ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
                 + [_ms(r["train_step_mean_s"]), f"{r['train_epoch_mean_s']:.3f}", f"{r['total_epoch_mean_s']:.3f}"]
                 for r in rows.to_dict("records")]
         parallel = rows.iloc[0]["parallel"]

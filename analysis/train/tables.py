@@ -6,6 +6,9 @@
   smallest N that fits (fewest nodes first). speedup = t_base / t_N of the total epoch time (train speedup
   likewise from the train time); efficiency: weak t_base / t_N of the mean step time (rank 0, timed epochs),
   strong speedup / (N / N_base) (analysis.stats).
+- Phases: one row per table row and data path (measurements.data_placement, host for results without it): the
+  phase "data" is host time around next(loader) on the host path, device time of slicing and augmenting on the
+  device path, so the two are never pooled.
 - Communication (DDP): exposed comm per step = median synced step - median no_sync step of the probe
   (pooled over runs); per epoch = that x steps per epoch. NCCL kernel time per step from the profiler when
   measured. Bandwidth (Patarasuk & Yuan, analysis.allreduce.tables): gradient bytes S all-reduced per step,
@@ -25,7 +28,7 @@ import pandas as pd
 
 from analysis.allreduce.tables import ring_allreduce_time, ring_utilization
 from analysis.stats import coefficient_of_variation, efficiency, sample_std, speedup
-from analysis.train.runs import PHASES, by_row, mean, ok_runs, pool, row_identity
+from analysis.train.runs import PHASES, by_data_path, by_row, mean, ok_runs, pool, row_identity
 from contract.collectives import algbw_GBps, bus_factor
 
 LARGE_BATCH_EPOCH = 5  # the study reports the 5th epoch's loss and accuracy (Goyal et al.'s warm-up span)
@@ -91,24 +94,24 @@ def add_speedups(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-PHASE_COLUMNS = ["sweep", "group_key", "parallel", "per_device_batch", "devices", "step_n"] + \
+PHASE_COLUMNS = ["sweep", "group_key", "parallel", "data_placement", "per_device_batch", "devices", "step_n"] + \
     [f"{p}_mean_s" for p in PHASES] + ["train_step_mean_s", "total_epoch_mean_s", "train_epoch_mean_s"]
 
 
 def phase_table(runs: List[Dict[str, Any]]) -> pd.DataFrame:
-    """Mean seconds per step of each phase (rank 0, timed epochs, repeats pooled)."""
+    """Mean seconds per step of each phase (rank 0, timed epochs, repeats pooled), one row per table row and data
+    path: "data" is host time on the host path and device time on the device path, so the paths are never pooled."""
     rows = []
     for members in by_row(runs).values():
-        ok = [r for r in ok_runs(members) if r["phase_steps_s"] and r["epoch_train_s"] is not None]
-        if not ok:
-            continue
-        phases = {p: [s for r in ok for s in r["phase_steps_s"][p]] for p in PHASES}
-        row = {**row_identity(ok), "step_n": len(phases["data"]),
-               **{f"{p}_mean_s": mean(phases[p]) for p in PHASES},
-               "total_epoch_mean_s": mean(pool(ok, "epoch_total_s")),
-               "train_epoch_mean_s": mean(pool(ok, "epoch_train_s"))}
-        row["train_step_mean_s"] = sum(row[f"{p}_mean_s"] for p in PHASES[1:])
-        rows.append(row)
+        timed = [r for r in ok_runs(members) if r["phase_steps_s"] and r["epoch_train_s"] is not None]
+        for path, ok in by_data_path(timed).items():
+            phases = {p: [s for r in ok for s in r["phase_steps_s"][p]] for p in PHASES}
+            row = {**row_identity(ok), "data_placement": path, "step_n": len(phases["data"]),
+                   **{f"{p}_mean_s": mean(phases[p]) for p in PHASES},
+                   "total_epoch_mean_s": mean(pool(ok, "epoch_total_s")),
+                   "train_epoch_mean_s": mean(pool(ok, "epoch_train_s"))}
+            row["train_step_mean_s"] = sum(row[f"{p}_mean_s"] for p in PHASES[1:])
+            rows.append(row)
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 

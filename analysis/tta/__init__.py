@@ -3,7 +3,8 @@ evaluation record (measurements.evaluation, derived.tta: contract/saved_model.py
 after the train sections, on the same results; it adds nothing when no result was evaluated.
 
     runs.py      one result -> one run record (TTA recomputed from the per-evaluation arrays)
-    tables.py    run records -> one row per (configuration, target, hardware): n, converged, TTA statistics
+    tables.py    run records -> one row per (configuration, target, data path, hardware): n, converged, TTA statistics
+    compare.py   those rows -> each pair of hardware types: difference of means against the spread
     sections.py  rows -> Sections (rounded cells), the figures per configuration
     plots.py     accuracy vs wall-clock of every run; TTA spread per hardware
 """
@@ -14,6 +15,7 @@ from typing import List
 
 from analysis.results import WorkloadResults
 from analysis.sections import Section
+from analysis.tta.compare import hardware_comparison
 from analysis.tta.runs import has_evaluation, tta_run
 from analysis.tta.sections import tta_sections
 from analysis.tta.tables import tta_table
@@ -26,4 +28,7 @@ def sections(results: WorkloadResults) -> List[Section]:
     if not evaluated:
         return []
     runs = results.rows(lambda doc: [tta_run(doc)], evaluated)
-    return tta_sections(runs, tta_table(runs)) if runs else []
+    if not runs:
+        return []
+    table = tta_table(runs)
+    return tta_sections(runs, table, hardware_comparison(table))

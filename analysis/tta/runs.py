@@ -15,6 +15,9 @@ sweep.*, cluster.* and resources.*) with the worker shape put back (resources.no
 resources.workers_per_node change how fast a run trains), and without the keys that only describe the
 hardware or its price (HARDWARE_KEYS): the hardware is the report's other axis, read from the result's
 environment, so an H100 run and an H200 run of one preset are one configuration on two hardware types.
+The data path that ran (measurements.data_placement, analysis.train.runs.data_path_of: host for results without
+it) is recorded beside the configuration: the configured workload.data_placement is in the configuration, but
+the path that ran can differ from it (dataset=auto without CIFAR-10 runs on the host), so the table groups by it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from analysis.configuration import configuration_items, items_key
+from analysis.train.runs import data_path_of
 
 CPU = "cpu"
 # set by the hardware and pricing config groups: they describe the machine (the hardware axis), not the run
@@ -85,6 +89,7 @@ def tta_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "repeat": doc["identity"]["repeat"], "seed": doc["identity"]["seed"],
         "hardware": hardware_of(doc), "config_key": items_key(items), "config_items": items,
         "model": doc["config"]["workload"]["model"], "target": target,
+        "data_placement": data_path_of(doc["measurements"]),
         "converged": hit is not None, "target_index": hit,
         "tta_s": arrays["elapsed_s"][hit] if hit is not None else None,
         "tta_train_s": arrays["train_elapsed_s"][hit] if hit is not None else None,

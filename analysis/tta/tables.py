@@ -1,4 +1,7 @@
-"""Run records -> the time-to-accuracy table: one row per (configuration, target, hardware). Pure.
+"""Run records -> the time-to-accuracy table: one row per (configuration, target, data path, hardware). Pure.
+
+The data path (host / device, analysis.tta.runs) is part of the key: runs that loaded their data differently are
+never pooled, even where the configuration is the same.
 
 Over the runs of a row with a target (n):
 - converged: how many reached the target, and the fraction k / n.
@@ -23,7 +26,8 @@ from analysis.stats import (OLYMPIC_MIN_RUNS, SAMPLE_DDOF, coefficient_of_variat
                             sample_std)
 
 NAN = float("nan")
-COLUMNS = ["config_key", "model", "target", "hardware", "runs", "converged", "converged_fraction", "std_ddof"]
+COLUMNS = ["config_key", "model", "target", "data_placement", "hardware", "runs", "converged", "converged_fraction",
+           "std_ddof"]
 
 
 def spread(values: Sequence[float], prefix: str) -> Dict[str, float]:
@@ -60,8 +64,8 @@ def row(members: List[Dict[str, Any]]) -> Dict[str, Any]:
     steps = [float(r["steps_to_target"]) for r in done]
     return {
         "config_key": first["config_key"], "model": first["model"], "target": first["target"],
-        "hardware": first["hardware"], "runs": len(members), "converged": len(done),
-        "converged_fraction": len(done) / len(members), "std_ddof": SAMPLE_DDOF,
+        "data_placement": first["data_placement"], "hardware": first["hardware"], "runs": len(members),
+        "converged": len(done), "converged_fraction": len(done) / len(members), "std_ddof": SAMPLE_DDOF,
         **spread(tta, "tta_s"), "tta_s_olympic": _olympic(tta, missed),
         **spread(tta_train, "tta_train_s"), "tta_train_s_olympic": _olympic(tta_train, missed),
         "olympic_status": olympic_status(len(members), missed),
@@ -72,13 +76,14 @@ def row(members: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def tta_table(runs: Sequence[Dict[str, Any]]) -> pd.DataFrame:
-    """One row per (configuration, target, hardware) of the runs that had a target; sorted by configuration,
-    then hardware."""
+    """One row per (configuration, target, data path, hardware) of the runs that had a target; sorted in that
+    order (hardware by natural_key)."""
     groups: Dict[tuple, List[Dict[str, Any]]] = {}
     for run in runs:
         if run["target"] is not None:
-            groups.setdefault((run["config_key"], run["target"], run["hardware"]), []).append(run)
-    keys = sorted(groups, key=lambda k: (k[0], k[1], natural_key(k[2])))
+            key = (run["config_key"], run["target"], run["data_placement"], run["hardware"])
+            groups.setdefault(key, []).append(run)
+    keys = sorted(groups, key=lambda k: (k[0], k[1], k[2], natural_key(k[3])))
     rows = [row(groups[key]) for key in keys]
     frame = pd.DataFrame(rows)
     return frame if rows else pd.DataFrame(columns=COLUMNS)
