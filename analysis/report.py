@@ -20,7 +20,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from analysis import telemetry
 from analysis.registry import REPORTS, RESULT_CHECKS
-from analysis.results import LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results
+from analysis.results import (LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results,
+                              where)
 from analysis.sections import Section, report_markdown, write_sections
 
 REPORT_MD = "report.md"
@@ -54,16 +55,19 @@ def problems_section(problems: Sequence[Problem]) -> Section:
         return Section("Problems (0)", markdown="Every result.json could be read; no point is missing one.")
     lines = [f"- `{problem.path}`: {problem.message}" for problem in problems]
     return Section(f"Problems ({len(problems)})",
-                   markdown="Results that could not be read or are missing; the tables above do not include "
-                            "them.\n\n" + "\n".join(lines))
+                   markdown="Results that could not be read, are missing, or that no table shows; the tables "
+                            "above do not include them.\n\n" + "\n".join(lines))
 
 
-def workload_sections(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Section], List[LeftOut]]:
-    """Each registered workload's sections of its results; what no table shows, with why."""
+def workload_sections(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Section], List[LeftOut], List[Problem]]:
+    """Each registered workload's sections of its results; the results no table shows, with why; and, as
+    problems, ok results that their workload's report put in no table without saying why (a safety net: a
+    point must never vanish from a report, issue 25)."""
     by_workload: Dict[str, List[Dict[str, Any]]] = {}
     for row in rows:
         by_workload.setdefault(row["identity"]["workload"], []).append(row)
     sections: List[Section] = []
+    unshown: List[Problem] = []
     left_out: Dict[int, str] = {}
     for row in rows:
         if row["status"] != "ok":
@@ -76,7 +80,9 @@ def workload_sections(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Section], Li
         results = WorkloadResults(name, by_workload[name])
         sections += report(results)
         left_out.update((id(doc), why) for doc, why in results.unreadable)
-    return sections, [(row, left_out[id(row)]) for row in rows if id(row) in left_out]
+        unshown += [Problem(Path(where(doc)), f"read and ok, but no table of the {name} report shows it")
+                    for doc in results.ok if id(doc) not in results.tabulated and id(doc) not in left_out]
+    return sections, [(row, left_out[id(row)]) for row in rows if id(row) in left_out], unshown
 
 
 def build_report(root: str | Path) -> Report:
@@ -88,9 +94,9 @@ def build_report(root: str | Path) -> Report:
     if loaded.files_found == 0:
         raise ReportError(f"no result.json under {root}; if it is a sweep still running, see "
                           f"`hpml status {root}`")
-    sections, left_out = workload_sections(loaded.rows)
+    sections, left_out, unshown = workload_sections(loaded.rows)
     gpu_telemetry = telemetry.sections(loaded.rows)
-    closing = ([left_out_section(left_out)] if left_out else []) + [problems_section(loaded.problems)]
+    closing = ([left_out_section(left_out)] if left_out else []) + [problems_section(loaded.problems + unshown)]
     body = (sections or [Section("No ok results to tabulate", level=2)]) + gpu_telemetry
     markdown = report_markdown(f"hpml scaling report: {root}", body + closing)
     return Report(loaded=loaded, sections=sections, left_out=left_out, markdown=markdown, telemetry=gpu_telemetry)

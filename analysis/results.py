@@ -2,9 +2,10 @@
 
 Like mlcommons/logging's result summarizer, loading returns the rows it could read plus one `Problem` per
 file it could not: a corrupt, truncated or unreadable file, an unsupported schema_version, a missing or
-mistyped key, or a point that an hpml sweep manifest lists but that has no result.json (yet). Reads are
-bounded (contract.jsonio): a result over RESULT_LIMIT, a link to a device or a FIFO, or JSON nested too deeply
-is one problem line, not a hang, an exhausted memory or a crash.
+mistyped key, or a point that a sweep knows (its manifest lists it, or points/<n>/ exists) but that has no
+result.json (yet). Reads are bounded (contract.jsonio): a result over RESULT_LIMIT; a directory, FIFO, socket,
+device or broken link where result.json should be; or JSON nested too deeply is one problem line, not a hang,
+an exhausted memory, a crash, or a point that silently vanishes (analysis.inventory).
 
 Reading files only: the analysis never imports a workload or the launcher. The sweep-directory layout it
 relies on (manifest.json, points/<n>/result.json, points/<n>/state.json) is contract.sweep_layout's.
@@ -21,13 +22,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import orjson
 
 from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
 from contract.result_schema import ResultCheck, validate_result
-from contract.sweep_layout import MANIFEST_FILE, RESULT_FILE, STATE_FILE, point_dir
+from analysis.inventory import Inventory, take_inventory
+from contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir
 
 
 @dataclass(frozen=True)
@@ -113,34 +115,46 @@ def _manifest_points(manifest: Any) -> Optional[List[Dict[str, Any]]]:
     return points
 
 
-def missing_points(sweep_dir: Path) -> List[Problem]:
-    """The points a sweep's manifest lists that have no result.json."""
-    manifest_path = sweep_dir / MANIFEST_FILE
+def _manifest_overrides(manifest_path: Path, problems: List[Problem]) -> Optional[Dict[int, List[str]]]:
+    """point number -> its overrides, as the sweep's manifest lists them; None, and a problem, for an
+    unusable manifest (its sweep's points are then known from its points/ folder alone)."""
     manifest, why = read_json_file(manifest_path, MANIFEST_LIMIT)
-    if why is not None:
-        return [Problem(manifest_path, why)]
-    points = _manifest_points(manifest)
-    if points is None:
-        return [Problem(manifest_path, "not an hpml sweep manifest (no list of points, each with a point "
-                                       "number and its overrides)")]
-    problems = []
-    for entry in points:
-        folder = point_dir(sweep_dir, entry["point"])
-        if not (folder / RESULT_FILE).exists() and not (folder / RESULT_FILE).is_symlink():
-            overrides = " ".join(entry.get("overrides") or []) or "no overrides"
-            problems.append(Problem(folder / RESULT_FILE, f"missing result ({overrides}; {_job_state(folder)})"))
-    return problems
+    points = _manifest_points(manifest) if why is None else None
+    if why is not None or points is None:
+        problems.append(Problem(manifest_path, why or "not an hpml sweep manifest (no list of points, each with "
+                                                      "a point number and its overrides)"))
+        return None
+    return {entry["point"]: entry.get("overrides") or [] for entry in points}
 
 
-def _files_named(root: Path, *names: str) -> Dict[str, List[Path]]:
-    """Every file called one of `names` under root, recursively, sorted, in one walk of the tree (os.walk:
-    Path.rglob took 0.5 s over 10,000 points)."""
-    found: Dict[str, List[Path]] = {name: [] for name in names}
-    for folder, _, files in os.walk(root):
-        for name in names:
-            if name in files:
-                found[name].append(Path(folder) / name)
-    return {name: sorted(paths) for name, paths in found.items()}
+def _not_listed(manifest: Optional[Dict[int, List[str]]], has_manifest: bool) -> str:
+    """Why a point found only as a folder has no overrides to show."""
+    if not has_manifest:
+        return "no manifest.json"
+    return "not in the manifest" if manifest is not None else "manifest.json unreadable"
+
+
+def unread_points(inventory: Inventory, problems: List[Problem]) -> List[Path]:
+    """Every point a sweep knows (its manifest lists it, or its points/ folder has a folder for it) whose
+    result.json the walk did not meet: a missing result is a Problem here; one that exists after all (its
+    point folder is a link, which the walk does not enter) is returned, to be read like the others."""
+    walked = set(inventory.results)
+    listed = {path.parent: _manifest_overrides(path, problems) for path in inventory.manifests}
+    extra: List[Path] = []
+    for sweep_dir in sorted(set(listed) | set(inventory.point_folders)):
+        overrides = listed.get(sweep_dir) or {}
+        for point in sorted(set(overrides) | inventory.point_folders.get(sweep_dir, set())):
+            folder = point_dir(sweep_dir, point)
+            path = folder / RESULT_FILE
+            if path in walked:
+                continue
+            if os.path.lexists(path):
+                extra.append(path)
+                continue
+            listing = (" ".join(overrides[point]) or "no overrides") if point in overrides else \
+                _not_listed(listed.get(sweep_dir), sweep_dir in listed)
+            problems.append(Problem(path, f"missing result ({listing}; {_job_state(folder)})"))
+    return extra
 
 
 @contextlib.contextmanager
@@ -158,22 +172,21 @@ def cycle_collection_paused():
 
 
 def load_results(root: str | Path, checks: Optional[Mapping[str, ResultCheck]] = None) -> LoadedResults:
-    """Every result.json under root, recursively. Each folder holding a manifest.json (root itself when it
-    is a sweep directory, or the sweeps inside a folder of sweeps) is also checked for missing points.
+    """Every result.json under root, recursively, and every point a sweep under root knows (its manifest, its
+    points/ folder) that has none: nothing a sweep holds is left out without a line saying why.
     checks: each workload's extra rules for its ok results (analysis.registry.RESULT_CHECKS; without it,
     only the envelope every result shares is checked)."""
-    root = Path(root)
     loaded = LoadedResults()
-    files = _files_named(root, RESULT_FILE, MANIFEST_FILE)
-    paths = files[RESULT_FILE]
+    inventory = take_inventory(Path(root))
+    missing: List[Problem] = []
+    paths = sorted(inventory.results + unread_points(inventory, missing))
     loaded.files_found = len(paths)
     with cycle_collection_paused():
         for row, problems in (parse_result(path, checks) for path in paths):
             if row is not None:
                 loaded.rows.append(row)
             loaded.problems.extend(problems)
-    for manifest_path in files[MANIFEST_FILE]:
-        loaded.problems.extend(missing_points(manifest_path.parent))
+    loaded.problems.extend(missing)
     return loaded
 
 
@@ -188,11 +201,13 @@ class WorkloadResults:
 
     rows(build) builds table rows from the ok results; a result whose measurements `build` cannot read
     (KeyError, TypeError, ValueError, IndexError) goes to `unreadable` with the error, and the report lists
-    it under "Results not in a table" instead of failing."""
+    it under "Results not in a table" instead of failing. `tabulated` keeps the id of every result that gave
+    a row, so the report can name an ok result that its workload's report put in no table (issue 25)."""
 
     workload: str
     docs: List[Dict[str, Any]]
     unreadable: List[Tuple[Dict[str, Any], str]] = field(default_factory=list)
+    tabulated: Set[int] = field(default_factory=set)
 
     @property
     def ok(self) -> List[Dict[str, Any]]:
@@ -204,8 +219,12 @@ class WorkloadResults:
         rows: List[Dict[str, Any]] = []
         for doc in self.ok if docs is None else docs:
             try:
-                rows.extend(build(doc))
+                built = build(doc)
             except (KeyError, TypeError, ValueError, IndexError) as error:
                 self.unreadable.append((doc, f"unreadable {self.workload} measurements "
                                              f"({type(error).__name__}: {error})"))
+                continue
+            rows.extend(built)
+            if built:
+                self.tabulated.add(id(doc))
         return rows

@@ -10,6 +10,7 @@ document nested deeper than the parser can follow is refused. Each refusal is on
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -54,19 +55,39 @@ def write_json_atomic(path: str | Path, document: Any) -> Path:
     return write_bytes_atomic(path, (json.dumps(document, indent=1, default=str) + "\n").encode())
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def kind_of(mode: int) -> str:
+    """What an st_mode that is not a regular file is, in words ("a directory", "a FIFO", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
+
+
+def _refuse_if_not_regular(path: str | Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        link = ", through a symbolic link" if os.path.islink(path) else ""
+        raise DamagedFile(f"not a regular file ({kind_of(mode)}{link}); refused")
+
+
 def read_bytes_bounded(path: str | Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. Raises FileNotFoundError when it is absent,
-    DamagedFile otherwise. O_NONBLOCK: opening a FIFO must not wait for a writer that never comes."""
+    """The bytes of a regular file of at most `limit` bytes. Raises FileNotFoundError when nothing is there,
+    DamagedFile otherwise: a link that leads nowhere is damage, not absence (someone put it there), and
+    anything that is not a regular file is named (a directory, FIFO, socket, device). O_NONBLOCK: opening a
+    FIFO must not wait for a writer that never comes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise DamagedFile(f"a broken symbolic link (to {os.readlink(path)!r}); refused") from None
         raise
-    except OSError as error:
+    except OSError as error:  # a socket cannot be opened at all (ENXIO): say what it is, not the errno
+        with contextlib.suppress(OSError):
+            _refuse_if_not_regular(path, os.stat(path).st_mode)
         raise DamagedFile(f"unreadable: {error.strerror or error}") from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DamagedFile("not a regular file (a device, FIFO or socket, or a link to one); refused")
+        _refuse_if_not_regular(path, info.st_mode)
         if info.st_size > limit:
             raise DamagedFile(f"{info.st_size} bytes, over the {limit // MiB} MiB limit for this file; refused")
         with os.fdopen(os.dup(fd), "rb") as f:

@@ -1,0 +1,60 @@
+"""What a folder of results holds, taken in one walk: every result.json to read, every manifest.json, and every
+point that a sweep's points/ folder has.
+
+The report must account for every point a sweep knows (issue 25): a point listed in the manifest or present
+as points/<n>/ is either read into a row or named as a problem, whatever sits at its result's path. So the
+walk collects each entry *named* result.json, not only regular files: a directory, a FIFO, a socket, a device
+or a broken link under that name is handed to the reader, which refuses it in one line that says what it is
+(contract.jsonio), instead of being skipped as "not a file" and vanishing from the report.
+
+os.scandir, one pass: its entries carry their type from the directory listing, so telling folders from files
+costs no stat call per entry (10,000 points: tens of thousands of entries).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Set
+
+from contract.sweep_layout import MANIFEST_FILE, POINTS_DIR, RESULT_FILE
+
+
+@dataclass
+class Inventory:
+    """results: every entry named result.json (of any kind), sorted. manifests: every manifest.json, sorted.
+    point_folders: sweep folder -> the point numbers its points/ folder has a folder for."""
+
+    results: List[Path] = field(default_factory=list)
+    manifests: List[Path] = field(default_factory=list)
+    point_folders: Dict[Path, Set[int]] = field(default_factory=dict)
+
+
+def take_inventory(root: Path) -> Inventory:
+    """One walk of root. Links to folders are not followed (a loop, or a link to / , must not make the walk
+    endless), and a folder that is itself named result.json is reported, not entered: what it holds is not a
+    sweep's layout."""
+    found = Inventory()
+    pending = [str(root)]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # unreadable or vanished while walking: os.walk skips these too
+            continue
+        numbered: Set[int] = set()
+        for entry in entries:
+            if entry.name == RESULT_FILE:
+                found.results.append(Path(entry.path))
+            elif entry.name == MANIFEST_FILE:
+                found.manifests.append(Path(entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            if entry.name.isdigit() and os.path.basename(folder) == POINTS_DIR and entry.is_dir():
+                numbered.add(int(entry.name))  # a linked point folder counts too (its result is read by path)
+        if numbered:
+            found.point_folders[Path(folder).parent] = numbered
+    found.results.sort()
+    found.manifests.sort()
+    return found
