@@ -1,13 +1,15 @@
 """Errors the user can fix: LaunchError, and one clear line for a config error, whatever layer raised it
-(Hydra, OmegaConf or a schema check)."""
+(Hydra's override grammar, OmegaConf or a schema check)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Iterator, Optional
 
-from hydra.errors import MissingConfigException
+from hydra.errors import MissingConfigException, OverrideParseException
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+from launcher.override_errors import parse_error_line
 
 
 class LaunchError(Exception):
@@ -41,6 +43,8 @@ def one_line(error: BaseException) -> str:
     for link in _chain(error):
         if isinstance(link, ConfigValueError):
             return str(link)
+        if isinstance(link, OverrideParseException):
+            return parse_error_line(link.override, link.message)
         if isinstance(link, MissingConfigException) and link.options:
             key = link.missing_cfg_file.partition("/")[0]  # 'experiment/tiny/nope' came from experiment=tiny/nope
             return (f"no config '{link.missing_cfg_file}'; available options: {', '.join(link.options)} "

@@ -22,6 +22,7 @@ from launcher.errors import LaunchError, one_line
 from launcher.jobspec import JobSpec
 from launcher.local_preflight import local_problems
 from launcher.manifest import new_manifest, write_manifest
+from launcher.override_errors import keyless_override
 from launcher.planner import Plan, start_plan
 from launcher.preflight import config_problems
 from launcher.slurm_preflight import preflight as slurm_preflight
@@ -67,7 +68,8 @@ def plan_sweep(argv: Sequence[str]) -> Plan:
 
 def checked_arguments(argv: Sequence[str]) -> List[str]:
     """The command line for Hydra: -m/--multirun moved to the front wherever they stand (Hydra's parser takes
-    them only before the overrides); an argument with a line break is refused in one line before Hydra sees it."""
+    them only before the overrides); an argument with a line break, or an override without a key, is refused
+    in one line before Hydra sees it."""
     kept = ["--multirun"] if any(arg in MULTIRUN_FLAGS for arg in argv) else []
     for arg in argv:
         if arg in MULTIRUN_FLAGS or arg == DRY_RUN_FLAG:
@@ -75,6 +77,9 @@ def checked_arguments(argv: Sequence[str]) -> List[str]:
         key, _, value = arg.partition("=")
         if any(c in arg for c in "\n\r\0"):
             raise LaunchError(f"{key}={shown(value)} is not allowed: one line (no line break or NUL)")
+        keyless = keyless_override(arg)
+        if keyless:
+            raise LaunchError(keyless)
         kept.append(arg)
     return kept
 

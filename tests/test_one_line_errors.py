@@ -88,3 +88,67 @@ def test_a_cyclic_chain_ends():
     a, b = ValueError("first"), ValueError("second")
     a.__context__, b.__context__ = b, a
     assert one_line(a) == "first"
+
+
+# Every grammar error class of an override (issue 25, item 2), through Hydra's real parser as `hpml launch`
+# runs it (launcher.launch.plan_sweep, in process): the line names the override, its key and what is wrong.
+# (override, the key the line names, what the line must say about it)
+GRAMMAR_ERRORS = [
+    ("workload.batch_size=range(1", "workload.batch_size", "'(' at column 26 is never closed"),
+    ("workload.batch_size=[1,2", "workload.batch_size", "'[' at column 21 is never closed"),
+    ("workload.batch_size={a:1", "workload.batch_size", "'{' at column 21 is never closed"),
+    ("workload.batch_size=[1,2)", "workload.batch_size", "'[' at column 21 is closed by ')' at column 25"),
+    ("workload.batch_size=1)", "workload.batch_size", "')' at column 22 closes nothing"),
+    ("workload.lr=${", "workload.lr", "'{' at column 14 is never closed"),
+    ("workload.model='resnet18", "workload.model", "the quote ' at column 16 is never closed"),
+    ('workload.model="resnet18', "workload.model", 'the quote " at column 16 is never closed'),
+    ("work load.lr=1", "work load.lr", "unexpected character ' ' at column 5"),
+    ("workload.batch_size", "workload.batch_size", "no '=': write key=value"),
+    ("workload.lr=1,,2", "workload.lr", "extraneous input ','"),
+    ("workload.lr=foo(1)", "workload.lr", "Unknown function 'foo'"),
+    ("workload.batch_size=range(1,x)", "workload.batch_size", "while evaluating 'range(1,x)'"),
+    ("workload.batch_size=range()", "workload.batch_size", "missing a required argument: 'start'"),
+    ("workload.batch_size=choice()", "workload.batch_size", "empty choice is not legal"),
+    ("workload.lr=sort(1,2,reverse=)", "workload.lr", "no viable alternative at input 'sort(1,2,reverse=)'"),
+]
+
+
+def launch_refusal(*args: str) -> str:
+    from launcher.errors import LaunchError
+    from launcher.launch import checked_arguments, plan_sweep
+
+    with pytest.raises(LaunchError) as refused:
+        plan_sweep(checked_arguments(["-m", "resources.workers_per_node=1,2", *args]))
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("override, key, says", GRAMMAR_ERRORS, ids=[case[0] for case in GRAMMAR_ERRORS])
+def test_a_grammar_error_names_the_override_and_its_key(override, key, says):
+    line = launch_refusal(override)
+    assert line.startswith(f"override {override!r} (key {key}) does not parse: "), line
+    assert says in line and "\n" not in line, line
+    assert line.endswith("(override grammar: https://hydra.cc/docs/1.2/advanced/override_grammar/basic)")
+
+
+@pytest.mark.parametrize("override", ["=3", "+=1", "++=x", "~", "~=1"])
+def test_an_override_without_a_key_is_refused_before_hydra(override):
+    assert launch_refusal(override) == f"override {override!r} names no key: write key=value " \
+                                       f"(e.g. workload.batch_size=64)"
+
+
+def test_a_sweep_function_for_sampling_sweepers_names_its_override():
+    assert launch_refusal("workload.lr=interval(0.1,1)") == (
+        "workload.lr=interval(0.1,1) is not allowed: interval() is for sweepers that sample; give values, "
+        "range() or choice() (e.g. workload.lr=1,2,4)")
+
+
+def test_the_issues_command_prints_one_line_naming_the_override(tmp_path):
+    from tests.conftest import run_hpml
+
+    done = run_hpml(["launch", "-m", "workload.batch_size=16,32", "workload.batch_size=range(1"], cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "hpml: error: override 'workload.batch_size=range(1' (key workload.batch_size) does not parse: '(' at "
+        "column 26 is never closed; no viable alternative at input 'range(1' (override grammar: "
+        "https://hydra.cc/docs/1.2/advanced/override_grammar/basic)"]
+    assert not (tmp_path / "sweeps").exists()

@@ -23,7 +23,7 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import Override, OverrideType, ValueType
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 
@@ -91,6 +91,17 @@ def refuse_empty_sweep(overrides: List[Override]) -> None:
             raise ConfigValueError(f"{override.input_line} is not allowed: a sweep needs at least one value "
                                    f"(e.g. {override.key_or_group}=range(0,4))")
     raise ConfigValueError("the sweep has no points: give each swept key at least one value")
+
+
+def refuse_sampled_sweeps(overrides: List[Override]) -> None:
+    """interval() only means something to a sweeper that samples (Optuna, Ax); BasicSweeper's own refusal
+    names neither the override nor its key."""
+    from conf.validation import ConfigValueError
+
+    for override in overrides:
+        if override.value_type == ValueType.INTERVAL_SWEEP:
+            raise ConfigValueError(f"{override.input_line} is not allowed: interval() is for sweepers that sample; "
+                                   f"give values, range() or choice() (e.g. {override.key_or_group}=1,2,4)")
 
 
 class HpmlSweeper(BasicSweeper):
@@ -163,6 +174,7 @@ class HpmlSweeper(BasicSweeper):
         self._values: Dict[Tuple[int, str], Any] = {}
         self._parsed: Dict[str, Override] = {}
         overrides = self._parser.parse_overrides(self._parse_config() + list(arguments))
+        refuse_sampled_sweeps(overrides)
         points = [p for batch in self.split_arguments(overrides, None) for p in batch]
         if not points:
             refuse_empty_sweep(overrides)
