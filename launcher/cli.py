@@ -1,29 +1,103 @@
-"""The `hpml` command: launch | status | resume | report | evaluate | data | model-stats (each command in its own
-module)."""
+"""The `hpml` command: one table of verbs (VERBS), each run by a module of its own package.
+
+Adding a verb is one entry in VERBS: its usage lines and a function that imports its module only when the
+verb runs (so `hpml status` does not pay for torch, and the launcher imports no workload: a verb's code lives
+beside its package, e.g. models/stats/cli.py for model-stats). USAGE is built from the table, in its order.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Dict, List, Sequence
 
-USAGE = """usage: hpml <command> [args]
 
-commands:
+@dataclass(frozen=True)
+class Verb:
+    usage: str  # its lines in `hpml --help`, arguments and what it does
+    run: Callable[[List[str]], int]  # argv after the verb -> exit status
+
+
+def _launch(argv: List[str]) -> int:
+    from launcher.launch import launch
+
+    return launch(argv)
+
+
+def _status(argv: List[str]) -> int:
+    from launcher.status import status_command
+
+    parser = argparse.ArgumentParser(prog="hpml status")
+    parser.add_argument("sweep_dir", type=Path)
+    return status_command(parser.parse_args(argv).sweep_dir)
+
+
+def _resume(argv: List[str]) -> int:
+    from launcher.resume import resume
+
+    parser = argparse.ArgumentParser(prog="hpml resume")
+    parser.add_argument("sweep_dir", type=Path)
+    parser.add_argument("--no-wait", action="store_true", help="return right after submitting (SLURM)")
+    args = parser.parse_args(argv)
+    return resume(args.sweep_dir, wait=not args.no_wait)
+
+
+def _report(argv: List[str]) -> int:
+    from analysis.report import main
+
+    return main(argv)
+
+
+def _evaluate(argv: List[str]) -> int:
+    from evaluation.cli import main
+
+    return main(argv)
+
+
+def _data(argv: List[str]) -> int:
+    from dataprep.cli import main
+
+    return main(argv)
+
+
+def _model_stats(argv: List[str]) -> int:
+    from models.stats.cli import main
+
+    return main(argv)
+
+
+VERBS: Dict[str, Verb] = {
+    "launch": Verb("""\
   launch [overrides...]   compose a Hydra sweep (-m/--multirun, config groups, --cfg job) and run it
          [--dry-run]      compose and check every point, print them; write and submit nothing
+""", _launch),
+    "status": Verb("""\
   status DIR              each point's state in a sweep directory
+""", _status),
+    "resume": Verb("""\
   resume DIR [--no-wait]  resubmit the points that failed, were cancelled or never ran
+""", _resume),
+    "report": Verb("""\
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR
+""", _report),
+    "evaluate": Verb("""\
   evaluate DIR --images I [--out D]
                           top-1 of every model a sweep saved (points/*/model.pt) on image folder I/<class>/
+""", _evaluate),
+    "data": Verb("""\
   data digits --root R [--ood O] [--seed N] [--force]
                           scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images
+""", _data),
+    "model-stats": Verb("""\
   model-stats MODEL [--input 3x224x224] [--batch N] [--no-bias] [--dtype D] [--format md|csv|tex]
               [--out FILE] [--figure PNG] | --inception | --list
                           parameters, activations, MACs and FLOPs per layer (CPU, seconds)
-"""
+""", _model_stats),
+}
+
+USAGE = "usage: hpml <command> [args]\n\ncommands:\n" + "".join(verb.usage for verb in VERBS.values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,42 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, end="")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    if command not in VERBS:
+        print(f"hpml: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")
+        return 2
     try:
-        if command == "launch":
-            from launcher.launch import launch
-
-            return launch(rest)
-        if command == "status":
-            from launcher.status import status_command
-
-            parser = argparse.ArgumentParser(prog="hpml status")
-            parser.add_argument("sweep_dir", type=Path)
-            args = parser.parse_args(rest)
-            return status_command(args.sweep_dir)
-        if command == "resume":
-            from launcher.resume import resume
-
-            parser = argparse.ArgumentParser(prog="hpml resume")
-            parser.add_argument("sweep_dir", type=Path)
-            parser.add_argument("--no-wait", action="store_true", help="return right after submitting (SLURM)")
-            args = parser.parse_args(rest)
-            return resume(args.sweep_dir, wait=not args.no_wait)
-        if command == "report":
-            from analysis.report import main as report_main
-
-            return report_main(rest)
-        if command == "evaluate":
-            from evaluation.cli import main as evaluate_main
-
-            return evaluate_main(rest)
-        if command == "data":
-            from dataprep.cli import main as data_main
-
-            return data_main(rest)
-        if command == "model-stats":
-            from launcher.model_stats_cli import main as model_stats_main
-
-            return model_stats_main(rest)
+        return VERBS[command].run(rest)
     except KeyboardInterrupt:  # Ctrl-C outside a running sweep (composing, status, report): nothing to resume
         print("hpml: interrupted", file=sys.stderr)
         return 130
@@ -80,8 +123,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"hpml: error: {line}", file=sys.stderr)
             return 2
         raise
-    print(f"hpml: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")
-    return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+"""`hpml` dispatches every verb from one table (issue 25, item 6): each verb is listed in the usage, runs its
+own module's command (its --help is that command's, by prog name), and no verb's code lives in launcher/
+unless it is the launcher's own (launch, status, resume); the launcher imports no workload."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from launcher.cli import USAGE, VERBS, main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_usage_lists_every_verb_in_the_tables_order():
+    listed = [line.split()[0] for line in USAGE.splitlines() if line.startswith("  ") and line[2] != " "]
+    assert listed == list(VERBS)
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS.keys() - {"launch"}))  # launch's --help is Hydra's (test_launch_checks)
+def test_each_verb_runs_its_own_command(verb, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([verb, "--help"])
+    assert done.value.code == 0
+    assert f"usage: hpml {verb}" in capsys.readouterr().out
+
+
+def test_an_unknown_verb_is_refused_with_the_usage(capsys):
+    assert main(["nope"]) == 2
+    assert capsys.readouterr().err == f"hpml: unknown command 'nope'\n{USAGE}"
+
+
+def imported_modules(path: Path) -> set:
+    tree = ast.parse(path.read_text())
+    found = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return found | {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+
+
+def test_verbs_of_other_packages_live_with_them_and_the_launcher_imports_no_workload():
+    dispatched = imported_modules(REPO / "launcher" / "cli.py")
+    others = {module for module in dispatched if not module.startswith(("launcher", "conf"))}
+    assert others >= {"analysis.report", "evaluation.cli", "dataprep.cli", "models.stats.cli"}
+    assert not (REPO / "launcher" / "model_stats_cli.py").exists()
+    for path in (REPO / "launcher").glob("*.py"):
+        assert not [m for m in imported_modules(path) if m.split(".")[0] == "workloads"], path
