@@ -1,4 +1,5 @@
-"""`hpml data digits --root DIR [--ood DIR] [--seed N] [--force]`: write a data set that needs no download.
+"""`hpml data digits --root DIR [--ood DIR] [--seed N] [--train-size N] [--jpeg-folder DIR] [--force]`: write a data
+set that needs no download.
 
 Prints what it wrote; a target that already holds files is refused with one line (exit 2) unless --force.
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import List, Sequence
 
 from dataprep import digits_cifar as dc
+from dataprep import digits_loader_data as large
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -24,26 +26,43 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     digits.add_argument("--root", type=Path, required=True, help="data root (workload.data_root)")
     digits.add_argument("--ood", type=Path, default=None, help="folder for the out-of-distribution images")
     digits.add_argument("--seed", type=int, default=0, help="seed of the train/test split (default 0)")
+    digits.add_argument("--train-size", type=int, default=None, metavar="N",
+                        help="repeat the training images to N (at least 1438; e.g. 50000, CIFAR-10's size): copies "
+                             "of the same images, to measure a data loader, not learning")
+    digits.add_argument("--jpeg-folder", type=Path, default=None, metavar="DIR",
+                        help="also write the training split (as written: enlarged with --train-size) and the test "
+                             "split as JPEGs in DIR/train/<digit>/ and DIR/val/<digit>/ (torchvision ImageFolder)")
     digits.add_argument("--force", action="store_true", help="overwrite a target that already holds files")
     return parser.parse_args(argv)
 
 
-def write_digits(root: Path, ood: Path | None, seed: int, force: bool) -> List[str]:
-    """Writes the data set (and the OOD folder); returns one line per thing written."""
+def write_digits(root: Path, ood: Path | None, seed: int, force: bool, train_size: int | None = None,
+                 jpeg_folder: Path | None = None) -> List[str]:
+    """Writes the data set (and the OOD folder, the JPEG folder); returns one line per thing written."""
     if seed < 0:
         raise dc.DataError(f"--seed must be >= 0, got {seed}")
     dc.check_targets(root, ood, force)
+    if jpeg_folder is not None:
+        large.check_jpeg_target(jpeg_folder, force)
     digits = dc.load_digits_32()
     split = dc.stratified_split(digits.labels, seed)
+    train = large.repeated(split.train, train_size if train_size is not None else len(split.train))
     try:
-        folder, sizes = dc.write_cifar(digits, split, root)
+        folder, sizes = dc.write_cifar(digits, split, root, train)
         count = dc.write_ood(digits, split, ood) if ood is not None else 0
+        jpegs = large.write_jpeg_folder(digits, split, *train, jpeg_folder) if jpeg_folder is not None else None
     except OSError as error:  # a read-only or full disk, a path through a file: one line, not a traceback
         raise dc.DataError(f"cannot write {error.filename or root}: {error.strerror or error}") from None
-    lines = [f"wrote {folder}: data_batch_1..{len(sizes)} ({len(split.train)} training images: "
+    lines = [f"wrote {folder}: data_batch_1..{len(sizes)} ({sum(sizes)} training images: "
              f"{', '.join(str(n) for n in sizes)}), test_batch ({len(split.test)} images), batches.meta (classes "
              f"{dc.CLASS_NAMES[0]}..{dc.CLASS_NAMES[-1]}); scikit-learn's 8x8 digits upscaled to 32x32 RGB, "
              f"stratified {round((1 - dc.TEST_FRACTION) * 100)}/{round(dc.TEST_FRACTION * 100)} split, seed {seed}"]
+    if sum(sizes) > len(split.train):
+        lines.append(f"the training split is the {len(split.train)} training images repeated to {sum(sizes)} "
+                     f"({sum(sizes) / len(split.train):.1f} copies each): it measures a data loader, not learning")
+    if jpegs is not None:
+        lines.append(f"wrote {jpeg_folder}: {jpegs[0]} training JPEGs in train/<digit>/ and {jpegs[1]} test JPEGs in "
+                     f"val/<digit>/ (32x32 RGB, quality {large.JPEG_QUALITY}; torchvision ImageFolder layout)")
     if ood is not None:
         lines.append(f"wrote {ood}: {count} PNG images ({dc.OOD_PER_CLASS} per class, from test_batch) in "
                      f"<digit>/ folders, rotated {dc.OOD_ROTATION_DEG:g} degrees counter-clockwise and thickened "
@@ -54,7 +73,7 @@ def write_digits(root: Path, ood: Path | None, seed: int, force: bool) -> List[s
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        lines = write_digits(args.root, args.ood, args.seed, args.force)
+        lines = write_digits(args.root, args.ood, args.seed, args.force, args.train_size, args.jpeg_folder)
     except dc.DataError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2

@@ -36,7 +36,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -108,10 +108,17 @@ def cifar_rows(planes: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([flat, flat, flat], axis=1), dtype=np.uint8)
 
 
-def _batch(digits: Digits, positions: np.ndarray, label: str) -> dict:
+def image_name(digit_index: int, copy: int, suffix: str) -> str:
+    """digit_0123.png for the first copy (the default split's names), digit_0123_copy2.png for later ones."""
+    return f"digit_{digit_index:04d}" + (f"_copy{copy}" if copy else "") + suffix
+
+
+def _batch(digits: Digits, positions: np.ndarray, label: str, copies: Optional[np.ndarray] = None) -> dict:
+    """copies: each entry's copy number in an enlarged split (dataprep.digits_loader_data); None: all first copies."""
+    copies = np.zeros(len(positions), dtype=np.int64) if copies is None else copies
     return {"batch_label": label, "labels": [int(v) for v in digits.labels[positions]],
             "data": cifar_rows(digits.planes[positions]),
-            "filenames": [f"digit_{int(i):04d}.png" for i in digits.index[positions]]}
+            "filenames": [image_name(int(i), int(k), ".png") for i, k in zip(digits.index[positions], copies)]}
 
 
 def _dump(path: Path, obj: dict) -> None:
@@ -136,13 +143,17 @@ def check_targets(root: Path, ood: Path | None, force: bool) -> None:
                             "the files this command writes")
 
 
-def write_cifar(digits: Digits, split: Split, root: Path) -> Tuple[Path, List[int]]:
-    """The five training batches, the test batch and batches.meta; returns the folder and the batch sizes."""
+def write_cifar(digits: Digits, split: Split, root: Path,
+                train: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[Path, List[int]]:
+    """The five training batches, the test batch and batches.meta; returns the folder and the batch sizes.
+    train: (positions, copy numbers) of an enlarged training split (dataprep.digits_loader_data.repeated);
+    None: the split's training images once."""
     folder = root / BATCH_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    parts = np.array_split(split.train, TRAIN_BATCHES)
-    for i, part in enumerate(parts, start=1):
-        _dump(folder / f"data_batch_{i}", _batch(digits, part, f"training batch {i} of {TRAIN_BATCHES}"))
+    positions, copies = train if train is not None else (split.train, np.zeros(len(split.train), dtype=np.int64))
+    parts, part_copies = np.array_split(positions, TRAIN_BATCHES), np.array_split(copies, TRAIN_BATCHES)
+    for i, (part, part_copy) in enumerate(zip(parts, part_copies), start=1):
+        _dump(folder / f"data_batch_{i}", _batch(digits, part, f"training batch {i} of {TRAIN_BATCHES}", part_copy))
     _dump(folder / "test_batch", _batch(digits, split.test, "testing batch 1 of 1"))
     _dump(folder / "batches.meta", {"label_names": list(CLASS_NAMES), "num_vis": 3 * IMAGE_SIDE * IMAGE_SIDE,
                                     "num_cases_per_batch": int(len(parts[0]))})

@@ -11,6 +11,7 @@ from typing import Dict, Type
 
 from conf.workload.allreduce import AllreduceConfig
 from conf.workload.cuda_vecadd import CudaVecaddConfig
+from conf.workload.dataloader import DataloaderConfig
 from conf.workload.paleo import PaleoConfig
 from conf.workload.probe import ProbeConfig
 from conf.workload.synthetic import SyntheticConfig
@@ -24,4 +25,5 @@ WORKLOAD_SCHEMAS: Dict[str, Type[WorkloadConfig]] = {
     "probe": ProbeConfig,
     "paleo": PaleoConfig,
     "synthetic": SyntheticConfig,
+    "dataloader": DataloaderConfig,
 }
