@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from analysis import allreduce, cuda_vecadd, dataloader, paleo, probe, synthetic, train, tta
+from analysis import quantize
 from analysis.results import WorkloadResults
 from analysis.sections import Section
 from contract.result_schema import ResultCheck
@@ -33,6 +34,7 @@ REPORTS: Dict[str, Callable[[WorkloadResults], List[Section]]] = {
     "cuda_vecadd": cuda_vecadd.sections,
     "probe": probe.sections,
     "paleo": paleo.sections,
+    "quantize": quantize.sections,
     "dataloader": dataloader.sections,
 }
 

@@ -14,6 +14,7 @@ from conf.workload.cuda_vecadd import CudaVecaddConfig
 from conf.workload.dataloader import DataloaderConfig
 from conf.workload.paleo import PaleoConfig
 from conf.workload.probe import ProbeConfig
+from conf.workload.quantize import QuantizeConfig
 from conf.workload.synthetic import SyntheticConfig
 from conf.workload.train import TrainConfig
 from conf.workload_contract import WorkloadConfig
@@ -25,5 +26,6 @@ WORKLOAD_SCHEMAS: Dict[str, Type[WorkloadConfig]] = {
     "probe": ProbeConfig,
     "paleo": PaleoConfig,
     "synthetic": SyntheticConfig,
+    "quantize": QuantizeConfig,
     "dataloader": DataloaderConfig,
 }
