@@ -197,12 +197,14 @@ class Requantizer:
     shift: List[int]
 
     def apply(self, acc: torch.Tensor, channel_dim: int = 1) -> torch.Tensor:
-        view = [1] * acc.dim()
-        view[channel_dim] = -1
-
         def per_channel(values: Sequence, dtype: torch.dtype) -> torch.Tensor:
+            """One value (a 0-d tensor), or one per index of channel_dim, shaped to broadcast against acc."""
             tensor = torch.tensor(values, dtype=dtype)
-            return tensor.reshape(view) if len(values) > 1 else tensor.reshape(())
+            if len(values) == 1:
+                return tensor.reshape(())
+            view = [1] * acc.dim()
+            view[channel_dim] = -1
+            return tensor.reshape(view)
 
         if self.kind == "float":
             return torch.round(acc.float() * per_channel(self.multiplier, torch.float32)).long()

@@ -148,9 +148,11 @@ def read_chain(model: nn.Module) -> Plan:
             last.modules.append(path)
         elif isinstance(module, (nn.MaxPool2d, nn.AdaptiveAvgPool2d)):
             ops.append(_pool(module, path))
+        elif isinstance(module, nn.Flatten) and module.start_dim == 1 and module.end_dim == -1:
+            ops.append(Flatten())
         else:
             raise PlanError(f"{path or 'the model'}: {type(module).__name__} cannot be quantized here (chains of "
-                            "Conv2d [+ BatchNorm2d] [+ ReLU], Linear [+ ReLU], MaxPool2d, AdaptiveAvgPool2d(1))")
+                            "Conv2d [+ BatchNorm2d] [+ ReLU], Linear [+ ReLU], MaxPool2d, AdaptiveAvgPool2d(1), Flatten)")
     if not ops or not isinstance(ops[-1], Layer):
         raise PlanError("the model does not end with a convolution or linear layer")
     return Plan(ops)
