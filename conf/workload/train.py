@@ -47,8 +47,13 @@ class Parallel(str, Enum):
 
 
 class Precision(str, Enum):
-    fp32 = "fp32"
+    fp32 = "fp32"  # fp32 math; TF32 in matmuls and convolutions only where workload.tf32=true
+    tf32 = "tf32"  # fp32 weights and tensors, TF32 tensor-core math in matmuls and convolutions (whatever tf32 says)
+    # torch.autocast(float16) around forward and loss with a gradient scaler (torch.amp.GradScaler): fp16's
+    # 5-bit exponent underflows small gradients without one; weights and gradients stay fp32
+    fp16 = "fp16"
     bf16 = "bf16"  # torch.autocast(bfloat16) around forward and loss; weights and gradients stay fp32
+
 
 
 class DataPlacement(str, Enum):
@@ -66,6 +71,7 @@ class WarmupFrom(str, Enum):
 class LrDecay(str, Enum):
     none = "none"  # the rate holds after the warm-up
     linear = "linear"  # from the rate after warm-up to 0 at the end of epoch lr_decay_epochs, then 0
+    step = "step"  # the rate times lr_gamma at each of lr_milestones (He et al.'s schedule: / 10 at two epochs)
 
 
 class LrScaling(str, Enum):
@@ -88,6 +94,7 @@ class TrainConfig(WorkloadConfig):
     momentum: float = MISSING
     weight_decay: float = MISSING
     loader_workers: int = MISSING  # DataLoader num_workers per training worker
+    pin_memory: bool = MISSING  # host path on a GPU: the DataLoader pins batches (page-locked) for async copies
     checkpoint: bool = MISSING  # save after every epoch; a requeued job resumes from the last one
     keep_checkpoint: bool = MISSING  # false: a completed point's checkpoint is deleted (kept on failure)
     # --- batch size x GPU count study (docs/studies/batch-gpu-scaling.md) ---
@@ -98,6 +105,9 @@ class TrainConfig(WorkloadConfig):
     cudnn_benchmark: bool = MISSING  # torch.backends.cudnn.benchmark (GPU only)
     tf32: bool = MISSING  # allow TF32 in fp32 matmuls and convolutions (GPU only)
     compile: bool = MISSING  # torch.compile the (wrapped) model; compilation falls in the warm-up epoch
+    # torch.utils.checkpoint (non-reentrant) around each stage of the model (workloads/train/checkpointing.py):
+    # a stage's activations are recomputed in backward instead of kept from forward (memory for compute)
+    activation_checkpointing: bool = MISSING
     cifar_stem: bool = MISSING  # ResNets: 3x3 stride-1 first conv and no max-pool (the CIFAR ResNet-18)
     lr_scaling: LrScaling = MISSING
     lr_base_batch: int = MISSING  # the global batch that lr is meant for (lr_scaling=linear)
@@ -105,6 +115,8 @@ class TrainConfig(WorkloadConfig):
     warmup_from: WarmupFrom = MISSING
     lr_decay: LrDecay = MISSING
     lr_decay_epochs: float = MISSING  # lr_decay=linear: the epoch at whose end the rate reaches 0
+    lr_milestones: List[float] = MISSING  # lr_decay=step: epochs (from the start) at which the rate is multiplied
+    lr_gamma: float = MISSING  # lr_decay=step: by this factor (He et al. 0.1, DeVries & Taylor 0.2)
     label_smoothing: float = MISSING  # CrossEntropyLoss(label_smoothing=): training loss only
     comm_probe_steps: int = MISSING  # ddp: steps timed with no_sync() and synced, after training; 0: off
     profile_comm_steps: int = MISSING  # GPU: steps under torch.profiler for NCCL kernel time; 0: off
@@ -120,6 +132,11 @@ class TrainConfig(WorkloadConfig):
     crop_padding: int = MISSING  # augment: zero padding (pixels) around the image before the random crop
     cutout_holes: int = MISSING  # Cutout (DeVries & Taylor 2017): square holes per training image; 0: off
     cutout_size: int = MISSING  # the holes' side in pixels (clipped at the border)
+    # --- batch augmentation (Hoffer et al. 2019; docs/studies/batch-augmentation.md) ---
+    batch_augmentation: int = MISSING  # M: each sample of a step M times, each copy its own augmentation; 1: off
+    # split the step's M x batch samples into this many equal chunks, their gradients accumulated before one
+    # optimizer step (the same update as the whole step, but BatchNorm's statistics are per chunk); 1: off
+    accumulation_chunks: int = MISSING
     # --- the data path (docs/studies/data-on-the-device.md) ---
     data_placement: DataPlacement = MISSING
     device_data_share: float = MISSING  # data_placement=device: the largest share of the device's free memory
@@ -162,7 +179,7 @@ class TrainConfig(WorkloadConfig):
         require(target is None or self.eval_every >= 1, "workload.eval_every",
                 "an integer >= 1 when workload.target_accuracy is set (the target is checked at evaluations)",
                 self.eval_every)
-        require(self.lr_decay == LrDecay.none or self.lr_decay_epochs > self.warmup_epochs, "workload.lr_decay_epochs",
+        require(self.lr_decay != LrDecay.linear or self.lr_decay_epochs > self.warmup_epochs, "workload.lr_decay_epochs",
                 f"a number of epochs > workload.warmup_epochs={self.warmup_epochs} when workload.lr_decay=linear",
                 self.lr_decay_epochs)
         require(0 <= self.label_smoothing < 1, "workload.label_smoothing", "a number in [0, 1)", self.label_smoothing)
@@ -174,6 +191,8 @@ class TrainConfig(WorkloadConfig):
         require(self.cutout_holes == 0 or self.dataset in REAL_DATASETS + (Dataset.auto,), "workload.cutout_holes",
                 f"0 unless workload.dataset is cifar10 or image_folder (dataset={self.dataset.value})",
                 self.cutout_holes)
+        check_step_decay(self)
+        check_batch_augmentation(self)
         require(self.data_placement == DataPlacement.host or self.dataset in REAL_DATASETS + (Dataset.auto,),
                 "workload.data_placement", "host unless workload.dataset is cifar10, image_folder or auto "
                 f"(dataset={self.dataset.value}; dataset=synthetic_device is the synthetic data made on the device)",
@@ -202,13 +221,63 @@ class TrainConfig(WorkloadConfig):
                     "workload.scaling=strong", self.batch_size)
         if self.parallel == Parallel.dp:
             check_data_parallel(self, resources)
+        require(self.precision != Precision.tf32 or resources.gpus_per_node >= 1, "workload.precision",
+                "fp32, fp16 or bf16 without GPUs (resources.gpus_per_node=0): TF32 is a mode of NVIDIA tensor cores",
+                self.precision.value)
         require(self.parallel != Parallel.none or world == 1, "resources.workers_per_node",
                 "1 on 1 node when workload.parallel=none (the bare model, one worker; use parallel=ddp for more)",
                 f"{resources.workers_per_node} on {resources.nodes} node(s)")
         check_batch_fits_data(self, world)
+        check_accumulation_chunks(self, per_worker_batch(self, world))
 
     def preflight_problems(self) -> List[str]:
-        return [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
+        problems = [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
+        if self.activation_checkpointing and not problems:
+            from models.stages import stages_problem  # imports torch: only when checkpointing is asked for
+
+            problems += [p for p in [stages_problem(self.model, self.num_classes, self.cifar_stem)] if p]
+        return problems
+
+
+def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
+    """Distinct samples per step in one worker process: per device x devices (weak), or global / workers (strong)."""
+    if cfg.scaling == Scaling.weak:
+        return cfg.batch_size * cfg.devices_per_worker
+    return cfg.batch_size // world_size
+
+
+def check_step_decay(cfg: TrainConfig) -> None:
+    """lr_milestones: increasing epochs after the warm-up, given exactly when lr_decay=step (never ignored)."""
+    milestones = list(cfg.lr_milestones)
+    if cfg.lr_decay != LrDecay.step:
+        require(not milestones, "workload.lr_milestones",
+                f"[] unless workload.lr_decay=step (lr_decay={cfg.lr_decay.value} does not read it)", milestones)
+        return
+    require(bool(milestones) and all(isinstance(m, (int, float)) and m > cfg.warmup_epochs for m in milestones)
+            and all(a < b for a, b in zip(milestones, milestones[1:])), "workload.lr_milestones",
+            f"increasing epochs, each > workload.warmup_epochs={cfg.warmup_epochs}, when workload.lr_decay=step "
+            "(e.g. [50, 75])", milestones)
+    require(0 < cfg.lr_gamma <= 1, "workload.lr_gamma", "a factor in (0, 1] (e.g. 0.1: divided by 10)", cfg.lr_gamma)
+
+
+def check_batch_augmentation(cfg: TrainConfig) -> None:
+    """M >= 1 copies, only where there is an augmentation to draw (a real data set); chunks >= 1 (their division
+    of the step is checked in check_resources, where the per-worker batch is known)."""
+    require(type(cfg.batch_augmentation) is int and cfg.batch_augmentation >= 1, "workload.batch_augmentation",
+            "an integer >= 1 (copies of each sample per step; 1: off)", cfg.batch_augmentation)
+    require(cfg.batch_augmentation == 1 or cfg.dataset in REAL_DATASETS + (Dataset.auto,),
+            "workload.batch_augmentation", f"1 unless workload.dataset is cifar10, image_folder or auto "
+            f"(dataset={cfg.dataset.value} has no augmentation to draw per copy)", cfg.batch_augmentation)
+    require(type(cfg.accumulation_chunks) is int and cfg.accumulation_chunks >= 1, "workload.accumulation_chunks",
+            "an integer >= 1 (1: the whole step at once)", cfg.accumulation_chunks)
+
+
+def check_accumulation_chunks(cfg: TrainConfig, per_worker_batch: int) -> None:
+    """Equal chunks: every chunk's loss weighs 1 / chunks of the step's mean, and BatchNorm sees equal batches."""
+    samples = per_worker_batch * cfg.batch_augmentation
+    require(samples % cfg.accumulation_chunks == 0, "workload.accumulation_chunks",
+            f"a divisor of the {cfg.batch_augmentation} x {per_worker_batch} = {samples} samples of a worker's step "
+            "(workload.batch_augmentation x its batch), so that the chunks are equal", cfg.accumulation_chunks)
 
 
 def check_data_parallel(cfg: TrainConfig, resources: ResourcesConfig) -> None:
@@ -240,7 +309,7 @@ def check_batch_fits_data(cfg: TrainConfig, world: int) -> None:
     samples = epoch_samples(cfg)
     if samples is None:
         return
-    per_worker = cfg.batch_size * cfg.devices_per_worker if cfg.scaling == Scaling.weak else cfg.batch_size // world
+    per_worker = per_worker_batch(cfg, world)
     require(per_worker * world <= samples, "workload.batch_size",
             f"a batch that fits the data: {world} worker(s) x {per_worker} samples per step is more than the "
             f"{samples} samples of an epoch (workload.dataset={cfg.dataset.value}); lower workload.batch_size "

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.train import DataPlacement, Dataset, LrDecay, TrainConfig, WarmupFrom
+from conf.workload.train import DataPlacement, Dataset, TrainConfig
 from contract.result_format import WARMUP_EPOCHS
 from contract.sweep_layout import CHECKPOINT_FILE
 from workloads.common.checkpoint import EpochCheckpoint
@@ -35,12 +35,12 @@ from workloads.common.distributed import DistContext
 from workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from workloads.common.timing import wall_s
 from workloads.common.worker import start_worker
-from workloads.train import parallel
+from workloads.train import lr_schedule, parallel
 from workloads.train.data import build_loader, per_worker_batch, placement_used, resolve_dataset, set_epoch
 from workloads.train.device_data import device_data
 from workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
 from workloads.train.evaluation import eval_loader, evaluate
-from workloads.train.lr_schedule import lr_at_step, target_lr
+from workloads.train.lr_schedule import target_lr
 from workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
 from workloads.train.model import build_model, configure_backends, gradient_bytes
 from workloads.train.phases import PhaseClock
@@ -63,9 +63,7 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
     extras.steps_per_epoch = len(loader)
     extras.lr_target = target_lr(cfg.lr, cfg.lr_scaling, global_batch, cfg.lr_base_batch)
-    decay_epochs = cfg.lr_decay_epochs if cfg.lr_decay == LrDecay.linear else None
-    lr_of_step = lambda step: lr_at_step(step, len(loader), cfg.lr, extras.lr_target, cfg.warmup_epochs,  # noqa: E731
-                                         cfg.warmup_from == WarmupFrom.zero, decay_epochs)
+    lr_of_step = lr_schedule.schedule(cfg, len(loader), extras.lr_target)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
                                 weight_decay=cfg.weight_decay)
     stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
@@ -97,10 +95,13 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
                   f"accuracy {log.train_accuracy[-1]:.4f}, lr {stepper.lr:.4g}", flush=True)
             if checkpoint:  # after the epoch's clock stopped: saving is not part of the epoch time
                 checkpoint.save(epoch + 1, model, optimizer, log)
-        if held_out is not None and (epoch + 1) % cfg.eval_every == 0:
+        evaluated = held_out is not None and (epoch + 1) % cfg.eval_every == 0
+        if evaluated:
             evaluate_now(model, held_out, cfg, ctx, extras.evaluations, epoch, stepper.global_step, training_start,
                          telemetry)
         dist.barrier()
+        log.loop_time_s.append(wall_s() - start)
+        log.eval_time_s.append(extras.evaluations.eval_s[-1] if evaluated else 0.0)
         # every rank saw the same all-reduced accuracy, so all stop together; never before epoch 2 (warm-up)
         reached = extras.evaluations is not None and extras.evaluations.first_at(cfg.target_accuracy) is not None
         if reached and epoch + 1 > WARMUP_EPOCHS:

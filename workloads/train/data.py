@@ -15,11 +15,11 @@ from typing import Any, Iterator, List, Optional, Tuple
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, cifar10_on_disk
+from conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, cifar10_on_disk, per_worker_batch
 from conf.workload.train import Dataset as DatasetKind
-from conf.workload_contract import Scaling
 from workloads.common.distributed import DistContext
 from workloads.train.augment import Cutout
+from workloads.train.copies import collate_of, with_copies
 from workloads.train.model import memory_format
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -138,13 +138,6 @@ def placement_used(cfg: TrainConfig, kind: DatasetKind) -> DataPlacement:
         else DataPlacement.host
 
 
-def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
-    """Samples per step in one worker process: per device x devices (weak), or global / workers (strong)."""
-    if cfg.scaling == Scaling.weak:
-        return cfg.batch_size * cfg.devices_per_worker
-    return cfg.batch_size // world_size
-
-
 def build_loader(cfg: TrainConfig, seed: int, ctx: DistContext, kind: DatasetKind):
     """The epoch's batches for this rank: a DataLoader over a DistributedSampler, or DeviceBatches."""
     batch = per_worker_batch(cfg, ctx.world_size)
@@ -154,12 +147,12 @@ def build_loader(cfg: TrainConfig, seed: int, ctx: DistContext, kind: DatasetKin
                                     seed=seed + ctx.rank, memory_format=memory_format(cfg))
         size = cfg.synthetic_samples
     else:
-        dataset = build_dataset(cfg, seed=seed, kind=kind)
+        dataset = with_copies(build_dataset(cfg, seed=seed, kind=kind), cfg.batch_augmentation)  # copies.py
         sampler = DistributedSampler(dataset, num_replicas=ctx.world_size, rank=ctx.rank, shuffle=True,
                                      seed=seed, drop_last=True)
         loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=cfg.loader_workers,
-                            pin_memory=ctx.device.type == "cuda", drop_last=True,
-                            persistent_workers=cfg.loader_workers > 0)
+                            pin_memory=cfg.pin_memory and ctx.device.type == "cuda", drop_last=True,
+                            persistent_workers=cfg.loader_workers > 0, collate_fn=collate_of(dataset))
         size = len(dataset)
     if len(loader) == 0:
         raise ValueError(f"no full batch per worker: {size} samples over {ctx.world_size} workers "

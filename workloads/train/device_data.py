@@ -29,11 +29,11 @@ import torch
 from torch.utils.data import DistributedSampler
 
 from conf.workload.train import Dataset as DatasetKind
-from conf.workload.train import Precision, TrainConfig
+from conf.workload.train import TrainConfig
 from workloads.common.distributed import DistContext
 from workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
 from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
-from workloads.train.model import memory_format
+from workloads.train.model import input_dtype, memory_format
 
 
 @dataclass
@@ -86,12 +86,6 @@ def fit_problem(needed: int, free: int, share: float, device: torch.device) -> s
     return (f"workload.data_placement=device: the splits take {needed / 1e6:.1f} MB on {device}, more than "
             f"workload.device_data_share={share:g} of its {free / 1e6:.1f} MB free ({allowed / 1e6:.1f} MB); raise "
             "workload.device_data_share or use workload.data_placement=host")
-
-
-def input_dtype(cfg: TrainConfig) -> torch.dtype:
-    """The dtype the model takes its inputs in: bf16 under bf16 autocast (its convolutions cast to bf16 anyway),
-    else fp32."""
-    return torch.bfloat16 if cfg.precision == Precision.bf16 else torch.float32
 
 
 def augment_spec(cfg: TrainConfig) -> AugmentSpec:
@@ -159,5 +153,5 @@ def device_data(cfg: TrainConfig, kind: DatasetKind, ctx: DistContext, batch: in
     problem = fit_problem(needed, free_memory_bytes(ctx.device), cfg.device_data_share, ctx.device)
     if problem:
         raise ValueError(problem)
-    return (DeviceEpochs(train, batch, cfg, ctx, seed),
+    return (DeviceEpochs(train, batch, cfg, ctx, seed, copies=cfg.batch_augmentation),
             DeviceHeldOut(held_out, batch, cfg, ctx) if held_out else None)

@@ -1,21 +1,24 @@
 """One training step and one epoch of the train workload, and the per-epoch record every rank contributes to.
 
 `Stepper` is the step (its phases marked on the clock it is given: a PhaseClock times them, a NullClock is the
-plain loop of the overhead check); `run_epoch` runs a loader's worth of steps; `record_epoch` gathers every
+plain loop of the overhead check); with workload.accumulation_chunks > 1 its forward and backward run once per
+chunk before the one optimizer step (accumulation.py), and the clock sums each phase over the chunks. Its
+`backward(loss)` and `optimizer_step()` are the one place a gradient scaler acts. `run_epoch` runs a loader's worth of steps; `record_epoch` gathers every
 rank's epoch numbers into the `EpochLog`, which checkpoints save so that a requeued job keeps them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Optional
 
 import torch
 import torch.distributed as dist
 
 from conf.workload.train import Precision, TrainConfig
 from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.train.model import memory_format
+from workloads.train import accumulation
+from workloads.train.model import autocast, memory_format
 from workloads.train.phases import PHASES, NullClock, PhaseClock, train_seconds
 
 
@@ -31,6 +34,16 @@ class EpochLog:
     train_loss: List[float] = field(default_factory=list)
     train_accuracy: List[float] = field(default_factory=list)
     lr_last: List[float] = field(default_factory=list)  # the rate of each epoch's last step
+    # rank 0's wall clock of each pass of the epoch loop: from the epoch's start (after its barrier) to the
+    # barrier after its evaluation, so it holds the steps, the epoch record, checkpoint and evaluation; the full
+    # phase profile's whole (analysis/train/profile.py), "other" being what no phase measured
+    loop_time_s: List[float] = field(default_factory=list)
+    eval_time_s: List[float] = field(default_factory=list)  # rank 0: the evaluation in that pass, 0 when none
+    # fp16: the gradient scaler's scale at each epoch's end (it halves on every step with inf/NaN gradients, which
+    # the scaler skips); None for the other precisions
+    loss_scale: List[Optional[float]] = field(default_factory=list)
+    # GPU: rank 0's allocator peak (torch.cuda.max_memory_allocated) over each epoch; None on a CPU
+    peak_memory_allocated_bytes: List[Optional[int]] = field(default_factory=list)
     # 0-based epochs that a fresh process started with: 0, and the first epoch after each resume from a
     # checkpoint (imports, NCCL set-up and cuDNN tuning again). Their times are not counted
     # (contract.result_format.timed_epoch_indices).
@@ -44,14 +57,18 @@ class Stepper:
         self.model, self.optimizer, self.device = model, optimizer, ctx.device
         self.loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
         self.memory_format = memory_format(cfg)
-        self.bf16 = cfg.precision == Precision.bf16
+        self.cfg = cfg
+        # fp16: the loss is scaled before backward and the gradients unscaled in step(), which skips a step whose
+        # gradients are not finite and lowers the scale (torch.amp.GradScaler); disabled, it passes through
+        self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=cfg.precision == Precision.fp16)
         self.lr_of_step = lr_of_step
+        self.chunks = cfg.accumulation_chunks  # gradient accumulation over equal chunks of a step (accumulation.py)
         self.global_step = 0
         self.lr = lr_of_step(0)
         self.reset_sums()
 
     def autocast(self):
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
+        return autocast(self.cfg, self.device)
 
     def reset_sums(self) -> None:
         # the epoch's loss sum and correct predictions, accumulated on the device (two in-place kernels a step)
@@ -71,33 +88,52 @@ class Stepper:
         images = images.to(self.device, non_blocking=True, memory_format=self.memory_format)
         labels = labels.to(self.device, non_blocking=True)
         clock.mark("h2d")
-        logits, loss = self.loss_of(images, labels)
+        # before the first forward: set_to_none only drops the old gradients (no kernel), and memory they held is
+        # free for this step's activations
+        self.optimizer.zero_grad(set_to_none=True)
+        for chunk in accumulation.chunks(images, labels, self.chunks, self.memory_format):  # one, unless chunked
+            with accumulation.gradient_sync(self.model, chunk.last):
+                logits, loss = self.loss_of(chunk.images, chunk.labels)
+                self.count(logits, loss, chunk.labels)
+                clock.mark("forward")
+                # equal chunks: the mean over the step's samples is the sum of the chunks' means / chunks
+                self.backward(loss if self.chunks == 1 else loss / self.chunks)
+                clock.mark("backward")
+        self.optimizer_step()
+        clock.mark("optimizer")
+
+    def count(self, logits, loss, labels) -> None:
+        """The epoch's loss sum and correct predictions, on the device (no synchronization)."""
         n = labels.shape[0]
         self.loss_sum.add_(loss.detach().float(), alpha=n)
         self.correct.add_((logits.argmax(1) == labels).sum())
         self.samples += n
-        clock.mark("forward")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        clock.mark("backward")
+
+    def backward(self, loss) -> None:
+        self.scaler.scale(loss).backward()
+
+    def optimizer_step(self) -> None:
+        """The rate of this step, then the update (under fp16 the scaler's: skipped when a gradient is inf/NaN)."""
         self.lr = self.lr_of_step(self.global_step)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.global_step += 1
-        clock.mark("optimizer")
 
     def forward_backward_on(self, images, labels) -> Callable[[], None]:
         """A step without the optimizer on one fixed batch (the communication probes): weights unchanged."""
         def step() -> None:
             _, loss = self.loss_of(images, labels)
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            self.backward(loss)
         return step
 
 
 def run_epoch(stepper: Stepper, loader, clock: PhaseClock) -> Dict[str, List[float]]:
     batches = iter(loader)
+    if stepper.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(stepper.device)
     clock.start_epoch()
     for _ in range(len(loader)):
         stepper(batches, clock)
@@ -122,3 +158,6 @@ def record_epoch(log: EpochLog, stepper: Stepper, phases: Dict[str, List[float]]
     log.train_loss.append(loss_sum / samples)
     log.train_accuracy.append(correct / samples)
     log.lr_last.append(stepper.lr)
+    log.loss_scale.append(stepper.scaler.get_scale() if stepper.scaler.is_enabled() else None)
+    cuda = stepper.device.type == "cuda"
+    log.peak_memory_allocated_bytes.append(torch.cuda.max_memory_allocated(stepper.device) if cuda else None)

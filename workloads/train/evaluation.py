@@ -14,10 +14,10 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from conf.workload.train import Dataset as DatasetKind, Precision, TrainConfig
+from conf.workload.train import Dataset as DatasetKind, TrainConfig
 from workloads.common.distributed import DistContext
 from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
-from workloads.train.model import memory_format
+from workloads.train.model import autocast, memory_format
 
 
 def held_out_dataset(cfg: TrainConfig) -> Dataset:
@@ -50,7 +50,7 @@ def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: 
     for images, labels in loader:
         images = images.to(ctx.device, non_blocking=True, memory_format=memory_format(cfg))
         labels = labels.to(ctx.device, non_blocking=True)
-        with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=cfg.precision == Precision.bf16):
+        with autocast(cfg, ctx.device):
             logits = model(images)
         loss = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
         totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double()])

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
-from conf.workload.train import Dataset, Parallel, Precision, TrainConfig
+from conf.workload.train import Dataset, Parallel, TrainConfig
 from contract.result_format import timed_epoch_indices
 from workloads.common.distributed import DistContext, all_gather_objects
 from workloads.train import overhead, parallel
@@ -25,7 +25,7 @@ from workloads.train.batch_probe import probe_max_batch
 from workloads.train.data import per_worker_batch, placement_used
 from workloads.train.device_data import DeviceEpochs
 from workloads.train.epochs import EpochLog, Stepper
-from workloads.train.model import build_model, memory_format
+from workloads.train.model import autocast, build_model, memory_format, tf32_in_force
 
 EPOCH_METHOD = ("wall clock from a barrier at the epoch's start to the end of its last step (device "
                 "synchronized), per rank; an epoch's time is its slowest rank's")
@@ -64,10 +64,8 @@ def probe_batches(cfg: TrainConfig, ctx: DistContext) -> Dict[str, Any]:
         labels = torch.randint(0, cfg.num_classes, (batch,), device=ctx.device)
         return images.contiguous(memory_format=fmt), labels
 
-    bf16 = cfg.precision == Precision.bf16
     probe = probe_max_batch(lambda: build_model(cfg, ctx.device), make_batch, ctx.device, cfg.batch_size,
-                            cfg.max_batch_probe,
-                            lambda: torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=bf16))
+                            cfg.max_batch_probe, lambda: autocast(cfg, ctx.device))
     per_rank = all_gather_objects(probe["largest_fitting"])
     probe["largest_fitting_per_rank"] = per_rank
     return probe
@@ -96,7 +94,7 @@ def after_training(stepper: Stepper, model, loader, cfg: TrainConfig, ctx: DistC
                 stepper(batches, clock)
         extras.overhead_check = overhead.overhead_check(
             run_steps, ctx.device, cfg.overhead_check_steps, cfg.overhead_check_rounds,
-            samples_per_step=per_worker_batch(cfg, ctx.world_size) * ctx.world_size,
+            samples_per_step=per_worker_batch(cfg, ctx.world_size) * ctx.world_size * cfg.batch_augmentation,
             data_on_device=isinstance(loader, DeviceEpochs))
 
 
@@ -121,10 +119,20 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "train_loss": log.train_loss,
         "train_accuracy": log.train_accuracy,
         "lr_last": log.lr_last,
+        "loop_time_s": log.loop_time_s,
+        "eval_time_s": log.eval_time_s,
+        "loss_scale": log.loss_scale,
+        "peak_memory_allocated_bytes": log.peak_memory_allocated_bytes,
+        "precision": cfg.precision.value,
+        "tf32": tf32_in_force(cfg) if torch.cuda.is_available() else None,
+        "activation_checkpointing": cfg.activation_checkpointing,
         "lr_target": extras.lr_target,
         "steps_per_epoch": extras.steps_per_epoch,
         "per_worker_batch": batch,
         "global_batch": batch * world_size,
+        # batch augmentation: a step trains on batch_augmentation copies of each of its global_batch samples
+        "batch_augmentation": cfg.batch_augmentation,
+        "accumulation_chunks": cfg.accumulation_chunks,
         "samples_per_epoch": samples_per_epoch,
         "parallel": cfg.parallel.value,
         "devices": devices,

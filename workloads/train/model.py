@@ -5,9 +5,29 @@ from __future__ import annotations
 
 import torch
 
-from conf.workload.train import Parallel, TrainConfig
+from conf.workload.train import Parallel, Precision, TrainConfig
 from models.build import build_classifier
+from workloads.train.checkpointing import checkpoint_stages
 from workloads.common.distributed import DistContext
+
+
+AUTOCAST_DTYPES = {Precision.fp16: torch.float16, Precision.bf16: torch.bfloat16}  # the precisions that autocast
+
+
+def autocast(cfg: TrainConfig, device: torch.device):
+    """torch.autocast for fp16 / bf16 (forward and loss; weights and gradients stay fp32), a no-op otherwise."""
+    dtype = AUTOCAST_DTYPES.get(cfg.precision)
+    return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
+
+
+def input_dtype(cfg: TrainConfig) -> torch.dtype:
+    """The dtype the model's inputs are made in (the device path normalizes straight into it)."""
+    return AUTOCAST_DTYPES.get(cfg.precision, torch.float32)
+
+
+def tf32_in_force(cfg: TrainConfig) -> bool:
+    """TF32 math in fp32 matmuls and convolutions: precision=tf32 always, else as workload.tf32 says."""
+    return cfg.precision == Precision.tf32 or cfg.tf32
 
 
 def memory_format(cfg: TrainConfig) -> torch.memory_format:
@@ -16,6 +36,8 @@ def memory_format(cfg: TrainConfig) -> torch.memory_format:
 
 def build_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     model = build_classifier(cfg.model, num_classes=cfg.num_classes, cifar_stem=cfg.cifar_stem)
+    if cfg.activation_checkpointing:
+        checkpoint_stages(model, cfg.model)
     return model.to(device=device, memory_format=memory_format(cfg))
 
 
@@ -39,5 +61,5 @@ def configure_backends(cfg: TrainConfig, ctx: DistContext) -> None:
         if cfg.cudnn_benchmark and not torch.backends.cudnn.benchmark and ctx.is_main:
             print("[rank 0] note: cudnn.benchmark off under DataParallel over several GPUs (its per-step threads "
                   "would re-tune every forward)", flush=True)
-        torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
-        torch.backends.cudnn.allow_tf32 = cfg.tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32_in_force(cfg)
+        torch.backends.cudnn.allow_tf32 = tf32_in_force(cfg)

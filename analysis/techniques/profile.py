@@ -1,0 +1,58 @@
+"""The full phase profile of a training run: where each pass of the epoch loop spent its wall time.
+
+Per epoch (rank 0), in seconds:
+    data        sum over steps of (step time - train time): what a step spent between the end of the previous
+                step and the start of its own copy, i.e. waiting for the batch (host path) or slicing and
+                augmenting it (device path). On a GPU it is read on the device's timeline, so it is the time the
+                device waited, and the phases below never overlap it
+    h2d, forward (with the loss), backward, optimizer: the sums of the step phases (workloads/train/phases.py)
+    evaluation  the held-out evaluation after the epoch (0 when none ran)
+    other       loop wall time - all of the above: the epoch's start and end (barriers, the final synchronize),
+                the epoch record's collectives, logging, a checkpoint save
+The loop wall time (measurements.loop_time_s) runs from the epoch's start to the barrier after its evaluation,
+so the parts add up to it by construction; what can go wrong is a negative "other" (phases longer than the wall
+clock), which CONSISTENCY_TOLERANCE bounds and the report flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+import pandas as pd
+
+PARTS = ("data", "h2d", "forward", "backward", "optimizer", "evaluation", "other")
+STEP_PHASES = ("h2d", "forward", "backward", "optimizer")
+CONSISTENCY_TOLERANCE = 0.02  # "other" may fall below 0 by at most 2 % of the wall time (clock read-outs)
+
+
+def epoch_profile(record: Mapping[str, Any], epoch: int) -> Dict[str, float]:
+    """Seconds of each part of one epoch (0-based index) and the wall time they add up to."""
+    phases = {p: sum(record["phase_time_s"][p][epoch]) for p in STEP_PHASES}
+    steps = sum(record["step_time_s"][epoch])
+    parts = {"data": steps - sum(phases.values()), **phases, "evaluation": record["eval_time_s"][epoch]}
+    wall = record["loop_time_s"][epoch]
+    parts["other"] = wall - sum(parts.values())
+    return {"wall": wall, **parts}
+
+
+def profile_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
+    """One configuration's runs -> one row per epoch (mean over the runs that ran it, n), then a row "timed" with
+    the sums over every run's timed epochs divided by the runs (the pie chart's numbers)."""
+    rows = []
+    epochs = max(r["epochs"] for r in records)
+    for epoch in range(epochs):
+        profiles = [epoch_profile(r, epoch) for r in records if epoch < r["epochs"]]
+        rows.append({"epoch": str(epoch + 1), "runs": len(profiles),
+                     **{k: sum(p[k] for p in profiles) / len(profiles) for k in ("wall",) + PARTS}})
+    timed = [[epoch_profile(r, e) for e in r["timed"]] for r in records]
+    rows.append({"epoch": "timed", "runs": len(records),
+                 **{k: sum(p[k] for run in timed for p in run) / len(records) for k in ("wall",) + PARTS}})
+    frame = pd.DataFrame(rows)
+    for part in PARTS:
+        frame[f"{part}_share"] = frame[part] / frame["wall"]
+    return frame
+
+
+def inconsistent_epochs(frame: pd.DataFrame) -> List[str]:
+    """The rows whose "other" is below -CONSISTENCY_TOLERANCE of the wall: the phases exceed the wall clock."""
+    return [row["epoch"] for row in frame.to_dict("records") if row["other_share"] < -CONSISTENCY_TOLERANCE]

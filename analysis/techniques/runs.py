@@ -1,0 +1,89 @@
+"""One ok train result -> the record the training-techniques sections read (docs/studies/training-techniques.md).
+
+The arrays are the result's raw ones (rank 0 unless said): per epoch the loop's wall time (loop_time_s), its
+evaluation time, each step's time and phases; the per-epoch training loss and the evaluations' top-1; the
+allocator's peak per epoch; the batch probe. GPU telemetry (utilization, SM activity, power, energy per
+sample) comes from the point's sidecars through analysis.telemetry, None where there is none (a CPU run).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Optional
+
+from analysis.configuration import configuration_items, items_key
+from analysis.train.runs import per_device_batch_of
+from contract.result_format import timed_epoch_indices
+
+# the keys a technique varies: a comparison groups runs by the configuration without them
+PRECISION_KEYS = ("workload.precision", "workload.tf32")
+CHECKPOINTING_KEYS = ("workload.activation_checkpointing", "workload.batch_size", "workload.max_batch_probe")
+
+
+def precision_label(doc: Mapping[str, Any]) -> str:
+    """fp32 / tf32 / fp16 / bf16 as it ran: fp32 with TF32 in force (measurements.tf32, GPU only) is tf32."""
+    m = doc["measurements"]
+    precision = m.get("precision", doc["config"]["workload"]["precision"])
+    return "tf32" if precision == "fp32" and m.get("tf32") else precision
+
+
+def finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def telemetry_numbers(doc: Mapping[str, Any]) -> Dict[str, Optional[float]]:
+    """The point's first GPU over its timed window: utilization.gpu and SM activity means (%), mean power (W),
+    NVML's peak memory used (bytes), and the point's energy per sample (J); None each where unknown."""
+    from analysis.telemetry.points import gather
+
+    numbers: Dict[str, Optional[float]] = dict.fromkeys(
+        ("util_gpu_mean", "sm_activity_mean", "power_mean_w", "nvml_mem_peak_bytes", "energy_per_sample_j"))
+    points = gather([doc]).points if doc.get("path") else []
+    if points and points[0].gpus:
+        _, _, stats = points[0].gpus[0]
+        numbers.update(util_gpu_mean=stats.util_gpu.mean if stats.util_gpu else None,
+                       sm_activity_mean=stats.sm_activity_mean, power_mean_w=stats.power_mean_w,
+                       nvml_mem_peak_bytes=stats.mem_used_peak_bytes)
+        numbers["energy_per_sample_j"] = points[0].energy.per_sample_j if points[0].energy else None
+    return numbers
+
+
+def technique_run(doc: Mapping[str, Any], with_telemetry: bool = False) -> Dict[str, Any]:
+    m = doc["measurements"]
+    epochs = len(m["epoch_time_s"])
+    timed = timed_epoch_indices(epochs, m.get("cold_epochs", [0]))
+    evaluation = m.get("evaluation") or {}
+    items = configuration_items(doc["config"])
+    record = {
+        "sweep": doc["identity"]["sweep"], "path": doc.get("path"), "config_items": items,
+        "config_key": items_key(items), "precision": precision_label(doc),
+        "activation_checkpointing": bool(m.get("activation_checkpointing", False)),
+        "per_device_batch": per_device_batch_of(doc["config"]), "epochs": epochs, "timed": timed,
+        "epoch_time_s": m["epoch_time_s"], "step_time_s": m["step_time_s"], "phase_time_s": m["phase_time_s"],
+        "loop_time_s": m.get("loop_time_s"), "eval_time_s": m.get("eval_time_s"),
+        "train_loss": m["train_loss"], "val_top1": evaluation.get("top1", []), "val_epoch": evaluation.get("epoch", []),
+        "samples_per_epoch": m["samples_per_epoch"],
+        "peak_allocated_bytes": [b for b in m.get("peak_memory_allocated_bytes") or [] if b is not None],
+        "largest_fitting": (m.get("batch_probe") or {}).get("largest_fitting"),
+        "batch_probe": m.get("batch_probe") is not None,
+    }
+    record["nonfinite_loss_epochs"] = [i + 1 for i, loss in enumerate(m["train_loss"]) if not finite(loss)]
+    if with_telemetry:
+        record.update(telemetry_numbers(doc))
+    return record
+
+
+def has_profile(record: Mapping[str, Any]) -> bool:
+    """Results written before loop_time_s existed (or resumed from an older checkpoint) have no full profile."""
+    loops, evals = record["loop_time_s"], record["eval_time_s"]
+    return isinstance(loops, list) and isinstance(evals, list) and len(loops) == len(evals) == record["epochs"]
+
+
+def without_keys(items: Mapping[str, Any], keys) -> str:
+    """The configuration key of `items` without `keys` (what a comparison holds fixed)."""
+    return items_key({k: v for k, v in items.items() if k not in keys})
+
+
+def mean_step_s(record: Mapping[str, Any]) -> float:
+    steps: List[float] = [s for i in record["timed"] for s in record["step_time_s"][i]]
+    return sum(steps) / len(steps)

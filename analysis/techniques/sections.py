@@ -1,0 +1,190 @@
+"""The training-techniques sections (docs/studies/training-techniques.md): formatting of analysis.techniques'
+frames. Each appears only where its results are: the phase profile for runs that recorded the loop's wall time,
+precision where runs of one configuration differ only in precision, checkpointing where they differ in
+workload.activation_checkpointing, utilization where a sweep has several configurations and GPU telemetry."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional
+
+
+from analysis.sections import Figure, Section, Table
+from analysis.stats import differing_labels, is_missing, natural_key
+from analysis.techniques import compare, profile
+from analysis.techniques.plots import precision_curves, profile_pie
+from analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, has_profile, telemetry_numbers
+
+MAX_PIES = 8  # pie charts per report: one per configuration, the first 8 (the tables cover every one)
+PART_NAMES = {"forward": "forward + loss"}
+
+PROFILE_INTRO = (
+    "Where each pass of the epoch loop spent its wall time (rank 0), in seconds and as a share of the wall time; "
+    "one row per epoch (mean over the runs that ran it, n), then \"timed\": the sums over each run's timed epochs "
+    "(epoch 1 and the first after a resume are cold), averaged over runs, which the pie chart shows. wall = the "
+    "loop's wall clock from the epoch's start (after a barrier) to the barrier after its evaluation. data = the "
+    "sum over steps of (step time - train time): the wait for the next batch (host path) or its slicing and "
+    "augmentation (device path), read on the device's timeline on a GPU. h2d, forward (the loss included), "
+    "backward (zero_grad + backward) and optimizer: the step phases' sums. evaluation: the held-out evaluation "
+    "after the epoch. other = wall - all of these (barriers, the epoch record's collectives, logging, a "
+    "checkpoint save): the parts add up to the wall time by construction, and a row whose \"other\" falls below "
+    f"-{profile.CONSISTENCY_TOLERANCE * 100:g} % of it (phases longer than the wall clock) is flagged below it.")
+
+PRECISION_INTRO = (
+    "Runs of one configuration that differ only in precision: fp32 (TF32 off), tf32 (fp32 with TF32 math in "
+    "matmuls and convolutions), fp16 (autocast with a gradient scaler) and bf16 (autocast); the same model, data, "
+    "seed and epochs. final loss: the last epoch's mean training loss (mean over runs; a non-finite loss is never "
+    "averaged in, its epochs are listed); top-1: held-out, last evaluation and best (mean ± sample std over runs); "
+    "epoch: mean over the timed epochs; peak memory: the allocator's (torch.cuda.max_memory_allocated, the "
+    "largest of any epoch) and NVML's (memory used on the device, the process's and the CUDA context's); power, "
+    "utilization, SM activity and energy per sample: GPU telemetry over the timed epochs (— without a GPU).")
+
+CHECKPOINTING_INTRO = (
+    "Activation checkpointing (workload.activation_checkpointing: each model stage under torch.utils.checkpoint, "
+    "non-reentrant) at the same per-device batch: the allocator's peak memory (largest epoch) and the mean step "
+    "time of the timed epochs without and with; saved = 1 - with / without; extra step = with / without - 1; MB "
+    "saved per extra ms of step time = (peak without - peak with) / (step with - step without); the largest "
+    "per-device batch that fits (the batch probe, doubling until out of memory) without and with.")
+
+UTILIZATION_INTRO = (
+    "Each configuration of the sweep (named by what differs from the others): samples/s over the timed epochs "
+    "(mean ± sample std over runs), and GPU telemetry over them: utilization.gpu (the share of time some kernel "
+    "ran) and SM activity (GPM: the share of the SMs' cycles with a warp resident, how much of the GPU the "
+    "kernels used). Closest to full use: the highest SM activity (utilization.gpu where no SM activity was "
+    "sampled).")
+
+
+def _num(value: Any, fmt: str, scale: float = 1.0, unit: str = "") -> str:
+    return "—" if value is None or is_missing(value) else f"{value * scale:{fmt}}{unit}"
+
+
+def _pm(mean: Any, std: Any, fmt: str, scale: float = 1.0) -> str:
+    if mean is None or is_missing(mean):
+        return "—"
+    return f"{mean * scale:{fmt}}" + ("" if std is None or is_missing(std) else f" ± {std * scale:{fmt}}")
+
+
+def _configurations(records: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    by: Dict[str, List[Dict[str, Any]]] = {}
+    for record in records:
+        by.setdefault(f"{record['sweep']}\n{record['config_key']}", []).append(record)
+    return by
+
+
+def profile_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    profiled = _configurations([r for r in records if has_profile(r)])
+    if not profiled:
+        return []
+    labels = differing_labels({key: runs[0]["config_items"] for key, runs in profiled.items()})
+    sections = [Section("Full phase profile", markdown=PROFILE_INTRO)]
+    for index, key in enumerate(sorted(profiled, key=lambda k: (natural_key(labels[k]), k))):
+        frame = profile.profile_frame(profiled[key])
+        headers = ["epoch", "runs (n)", "wall [s]"] + [f"{PART_NAMES.get(p, p)} [s] (share)" for p in profile.PARTS]
+        rows = [[r["epoch"], r["runs"], f"{r['wall']:.3f}"]
+                + [f"{r[p]:.3f} ({r[f'{p}_share'] * 100:.1f} %)" for p in profile.PARTS]
+                for r in frame.to_dict("records")]
+        title = f"Phase profile: {profiled[key][0]['sweep']} {labels[key]}".rstrip()
+        flagged = profile.inconsistent_epochs(frame)
+        after = (f"Phases longer than the wall clock (other below -{profile.CONSISTENCY_TOLERANCE * 100:g} %): epoch "
+                 f"{', '.join(flagged)}." if flagged else "")
+        figures = []
+        if index < MAX_PIES:
+            name = f"phase_profile_{index + 1}.png"
+            timed = frame.iloc[-1]
+            shares = {p: float(timed[f"{p}_share"]) for p in profile.PARTS}
+            figures.append(Figure(name, lambda path, s=shares, t=title: profile_pie(s, path, t)))
+            after = " ".join(part for part in (after, f"Pie chart (timed epochs): {name}.") if part)
+        sections.append(Section(title, level=3, tables=[Table("phase_profile", headers, rows, frame)], after=after,
+                                figures=figures))
+    return sections
+
+
+def _with_telemetry(runs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [{**run, **telemetry_numbers(run["doc"])} for run in runs]
+
+
+def precision_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    groups = {key: runs for key, runs in compare.groups(records, PRECISION_KEYS).items()
+              if len({r["precision"] for r in runs}) >= 2}
+    if not groups:
+        return []
+    sections = [Section("Precision side by side", markdown=PRECISION_INTRO)]
+    for index, (key, runs) in enumerate(sorted(groups.items()), start=1):
+        runs = _with_telemetry(runs)
+        frame = compare.precision_frame(runs)
+        headers = ["precision", "runs (n)", "final train loss", "non-finite loss (runs; epochs)", "final top-1 [%]",
+                   "best top-1 [%]", "epoch [s]", "peak allocated [MiB]", "peak NVML [MiB]", "power [W]",
+                   "util.gpu [%]", "SM activity [%]", "energy/sample [mJ]"]
+        body = [[r["precision"], r["runs"], _num(r["final_train_loss_mean"], ".4f"),
+                 f"{r['nonfinite_loss_runs']}" + (f" ({r['nonfinite_loss_epochs']})" if r["nonfinite_loss_runs"] else ""),
+                 _pm(r["final_top1_mean"], r["final_top1_std"], ".2f", 100), _num(r["best_top1_mean"], ".2f", 100),
+                 _pm(r["epoch_s_mean"], r["epoch_s_std"], ".3f"), _num(r["peak_allocated_bytes"], ".0f", 2 ** -20),
+                 _num(r["nvml_mem_peak_bytes"], ".0f", 2 ** -20), _num(r["power_mean_w"], ".0f"),
+                 _num(r["util_gpu_mean"], ".1f"), _num(r["sm_activity_mean"], ".1f"),
+                 _num(r["energy_per_sample_j"], ".3f", 1e3)] for r in frame.to_dict("records")]
+        name = f"precision_curves_{index}.png"
+        by_setting: Dict[str, List[Dict[str, Any]]] = {}
+        for run in runs:
+            by_setting.setdefault(run["precision"], []).append(run)
+        title = f"Precision: {runs[0]['config_items'].get('workload.model', '')} ({runs[0]['sweep']})"
+        sections.append(Section(title, level=3, tables=[Table("precision", headers, body, frame)],
+                                after=f"Curves: {name}.",
+                                figures=[Figure(name, lambda path, b=by_setting, t=title: precision_curves(b, path, t))]))
+    return sections
+
+
+def checkpointing_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    sections = []
+    for key, runs in sorted(compare.groups(records, CHECKPOINTING_KEYS).items()):
+        frame = compare.checkpointing_frame(runs)
+        if frame.empty:
+            continue
+        headers = ["per-device batch", "runs (without / with)", "peak without [MiB]", "peak with [MiB]", "saved",
+                   "step without [ms]", "step with [ms]", "extra step", "MiB saved per extra ms",
+                   "largest batch without", "largest batch with"]
+        body = [[r["per_device_batch"], f"{r['runs_without']} / {r['runs_with']}",
+                 _num(r["peak_without_bytes"], ".0f", 2 ** -20), _num(r["peak_with_bytes"], ".0f", 2 ** -20),
+                 _num(r["memory_saved_fraction"], ".1f", 100, " %"), _num(r["step_without_s"], ".2f", 1e3),
+                 _num(r["step_with_s"], ".2f", 1e3), _num(r["step_extra_fraction"], "+.1f", 100, " %"),
+                 _num(r["mib_saved_per_extra_ms"], ".1f"), _num(r["largest_batch_without"], "d"),
+                 _num(r["largest_batch_with"], "d")] for r in frame.to_dict("records")]
+        title = f"Activation checkpointing: {runs[0]['config_items'].get('workload.model', '')} ({runs[0]['sweep']})"
+        sections.append(Section(title, markdown=CHECKPOINTING_INTRO,
+                                tables=[Table("activation_checkpointing", headers, body, frame)]))
+    return sections
+
+
+def _best_line(best: Optional[Mapping[str, Any]]) -> str:
+    if best is None:
+        return "No GPU telemetry: no setting can be named closest to full use."
+    what = "SM activity" if best["by"] == "sm_activity_mean" else "utilization.gpu"
+    return f"Closest to full use: **{best['setting']}** ({what} {best[best['by']]:.1f} %)."
+
+
+def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    sections = []
+    by_sweep: Dict[str, List[Dict[str, Any]]] = {}
+    for record in records:
+        by_sweep.setdefault(record["sweep"], []).append(record)
+    for sweep, runs in sorted(by_sweep.items()):
+        if len({r["config_key"] for r in runs}) < 2 or not any(r["doc"].get("telemetry", {}).get("status") == "ok"
+                                                                for r in runs):
+            continue
+        runs = _with_telemetry(runs)
+        labels = differing_labels({r["config_key"]: r["config_items"] for r in runs})
+        frame = compare.utilization_frame(runs, {k: v for k, v in labels.items()})
+        frame = frame.sort_values("setting", key=lambda s: s.map(natural_key)).reset_index(drop=True)
+        headers = ["setting", "runs (n)", "samples/s", "util.gpu [%]", "SM activity [%]"]
+        body = [[r["setting"], r["runs"], _pm(r["samples_per_s_mean"], r["samples_per_s_std"], ".0f"),
+                 _num(r["util_gpu_mean"], ".1f"), _num(r["sm_activity_mean"], ".1f")] for r in frame.to_dict("records")]
+        sections.append(Section(f"GPU utilization per setting: {sweep}", markdown=UTILIZATION_INTRO,
+                                tables=[Table("gpu_utilization", headers, body, frame)],
+                                after=_best_line(compare.closest_to_full_use(frame))))
+    return sections
+
+
+def technique_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    return (profile_sections(records) + precision_sections(records) + checkpointing_sections(records)
+            + utilization_sections(records))
+
+
+__all__ = ["technique_sections"]
