@@ -55,3 +55,30 @@ def hpml_in():
         return run_hpml(list(args), cwd=cwd, timeout=timeout, env=env)
 
     return _run
+
+
+DIGITS_ENV = "HPML_DIGITS_ROOT"  # where tiny presets that read real files (conf/experiment/tiny/*.yaml) find them
+
+
+@pytest.fixture(scope="session")
+def digits_data(tmp_path_factory) -> Path:
+    """scikit-learn's digits written once per session by `hpml data digits`: CIFAR-10 python batches under
+    <root>/cifar (1,438 training and 359 test images) and the same images as JPEGs under <root>/jpeg/{train,val}/."""
+    from dataprep.cli import main as data_main
+
+    root = tmp_path_factory.mktemp("digits")
+    assert data_main(["digits", "--root", str(root / "cifar"), "--jpeg-folder", str(root / "jpeg")]) == 0
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_data_env(request):
+    """The environment a tiny preset runs in: $HPML_DIGITS_ROOT set to the session's digits when the preset reads
+    it (written on first use only, so presets that need no files pay nothing)."""
+
+    def _env(preset: Path) -> dict:
+        if DIGITS_ENV not in preset.read_text():
+            return {}
+        return {DIGITS_ENV: str(request.getfixturevalue("digits_data") / "cifar")}
+
+    return _env

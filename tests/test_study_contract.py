@@ -40,11 +40,13 @@ def test_every_workload_has_a_tiny_preset_that_composes_to_one_cpu_point(name, c
 
 
 @pytest.fixture(scope="module", params=WORKLOADS)
-def tiny_sweep(request, tmp_path_factory, hpml_in):
-    """`hpml launch experiment=tiny/<name>` for real: submitit's local executor, torchrun, gloo on CPU."""
+def tiny_sweep(request, tmp_path_factory, hpml_in, tiny_data_env):
+    """`hpml launch experiment=tiny/<name>` for real: submitit's local executor, torchrun, gloo on CPU (a preset
+    that reads real files finds the digits at $HPML_DIGITS_ROOT: conftest's tiny_data_env)."""
     name = request.param
     root = tmp_path_factory.mktemp(f"tiny_{name}")
-    done = hpml_in(root, "launch", f"experiment=tiny/{name}", timeout=300)
+    env = tiny_data_env(REPO / "conf" / "experiment" / "tiny" / f"{name}.yaml")
+    done = hpml_in(root, "launch", f"experiment=tiny/{name}", timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return name, (root / "sweeps" / "latest").resolve()
 

@@ -36,10 +36,11 @@ def setting_label(row: Mapping[str, Any]) -> str:
     """A setting in words: "device path", "0 workers", "4 workers, pin_memory, persistent, prefetch 4"."""
     if row["placement"] == DEVICE:
         return "device path"
-    parts = [f"{row['workers']} worker{'s' if row['workers'] != 1 else ''}"]
+    workers = int(row["workers"])  # a float where the column also holds the device path's NaN
+    parts = [f"{workers} worker{'s' if workers != 1 else ''}"]
     parts += ["pin_memory"] if row["pin_memory"] else []
     parts += ["persistent"] if row["persistent_workers"] else []
-    parts += [f"prefetch {row['prefetch_factor']}"] if not _missing(row["prefetch_factor"]) else []
+    parts += [f"prefetch {int(row['prefetch_factor'])}"] if not _missing(row["prefetch_factor"]) else []
     return ", ".join(parts)
 
 

@@ -105,7 +105,7 @@ def verdict(table: pd.DataFrame, label) -> str:
             differs = exceeds_spread(default["epoch_time_mean_s"], default["epoch_time_std_s"], default["n"],
                                      best["epoch_time_mean_s"], best["epoch_time_std_s"], best["n"])
             text += ("No: the difference exceeds the spread (|Δ| > 2·sqrt(s²/n + s²/n))." if differs else
-                     "Not shown: the difference is within the spread (|Δ| ≤ 2·sqrt(s²/n + s²/n)).")
+                     "Not distinguishable: the difference is within the spread (|Δ| ≤ 2·sqrt(s²/n + s²/n)).")
         else:
             text += "No, by the means; the spread is unknown (a single timed epoch)."
     device = table[table["placement"] == DEVICE]
