@@ -48,7 +48,8 @@ def draw_panel(ax, table: pd.DataFrame) -> None:
         ax.errorbar(x, rows["samples_per_s_mean"], yerr=rows["samples_per_s_std"], marker="o", markersize=3,
                     capsize=2, label=label)
     for row in table[table["placement"] == DEVICE].to_dict("records"):
-        ax.axhline(row["samples_per_s_mean"], color="black", linestyle="--", label="device path (no DataLoader)")
+        ax.axhline(row["samples_per_s_mean"], color="black", linestyle="--",
+                   label="device path (no DataLoader)" + (", fastest" if row["fastest"] else ""))
     for row in host[host["default"]].to_dict("records"):
         ax.plot(position[int(row["workers"])], row["samples_per_s_mean"], "*", color="red", markersize=14,
                 label="default (PyTorch's)", zorder=5)

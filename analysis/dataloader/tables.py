@@ -75,10 +75,11 @@ def group_table(records: List[Dict[str, Any]]) -> pd.DataFrame:
 
 
 def dataloader_tables(records: List[Dict[str, Any]]) -> List[pd.DataFrame]:
-    """One table per group, in the order of (sweep, group)."""
+    """One table per group, in the order of (sweep, data set, machine, the rest of the group)."""
     groups: Dict[tuple, List[Dict[str, Any]]] = {}
     for record in records:
-        groups.setdefault((record["sweep"], record["group"]), []).append(record)
+        key = (record["sweep"], record["dataset"], record["hardware"], record["cpus"], record["group"])
+        groups.setdefault(key, []).append(record)
     return [group_table(groups[key]) for key in sorted(groups)]
 
 
