@@ -87,8 +87,9 @@ VERBS: Dict[str, Verb] = {
                           top-1 of every model a sweep saved (points/*/model.pt) on image folder I/<class>/
 """, _evaluate),
     "data": Verb("""\
-  data digits --root R [--ood O] [--seed N] [--force]
-                          scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images
+  data digits --root R [--ood O] [--seed N] [--train-size N] [--jpeg-folder J] [--force]
+                          scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images;
+                          N: the training images repeated to N; J: both splits as JPEGs (ImageFolder)
 """, _data),
     "model-stats": Verb("""\
   model-stats MODEL [--input 3x224x224] [--batch N] [--no-bias] [--dtype D] [--format md|csv|tex]
