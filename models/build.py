@@ -12,19 +12,24 @@ blocks unchanged.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torchvision
 
-from models.names import HPML_MODELS
+from models.cifar_resnet import CifarResNet
+from models.names import CIFAR_RESNET_DEPTHS, HPML_MODELS
 from models.small_cnn import SmallCNN
 
-_BUILDERS = {"hpml_cnn": SmallCNN}
+_BUILDERS = {"hpml_cnn": SmallCNN,
+             **{f"cifar_resnet{depth}": functools.partial(CifarResNet, depth) for depth in CIFAR_RESNET_DEPTHS}}
 
 
 def build_classifier(name: str, num_classes: int, cifar_stem: bool = False) -> torch.nn.Module:
     if name in HPML_MODELS:
         if cifar_stem:
-            raise ValueError(f"workload.cifar_stem=true needs a ResNet (resnet18, resnet50, ...), not {name}")
+            raise ValueError(f"workload.cifar_stem=true needs a torchvision ResNet (resnet18, resnet50, ...), not "
+                             f"{name} (hpml's cifar_resnet models have the CIFAR stem already)")
         return _BUILDERS[name](num_classes=num_classes)
     model = torchvision.models.get_model(name, num_classes=num_classes)
     if cifar_stem:

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 import pandas as pd
 
 from analysis.quantize.plots import activations_png, weights_png
-from analysis.quantize.tables import bar_frame, check_frame, scale_frame, stage_frame
+from analysis.quantize.tables import bar_frame, check_frame, run_frame, scale_frame, stage_frame
 from analysis.sections import Figure, Section, Table
 from analysis.stats import SAMPLE_DDOF, differing_labels, is_missing, natural_key
 
@@ -33,6 +33,8 @@ SCALE_HEADERS = ["layer", "kind", "weights", "r (output)", "weight r", "s_w", "s
                  "requantize", "M = s_in·s_w/s_out", "M0", "shift", "int32 bound"]
 CHECK_HEADERS = ["tensor", "dtype", "allowed", "observed [min, max]", "values", "clipped", "runs in range",
                  "max |acc| / int32 bound"]
+STAGE_LABELS = {"float": "float", "w8": "W8", "w8a8": "W8A8", "w8a8b32": "W8A8B32", "integer": "integer-only",
+                "torch_ao_own": "torch.ao own", "torch_ao_hpml": "torch.ao, hpml's scales"}
 BAR_HEADERS = ["bar", "difference of means [points]", "verdict"]
 
 
@@ -47,6 +49,14 @@ def stage_rows(frame: pd.DataFrame) -> List[List[Any]]:
              f"{r['serialized_bytes']:,}",
              f"{r['inference_ms_median']:.1f} [{r['inference_ms_min']:.1f}, {r['inference_ms_max']:.1f}]"]
             for r in frame.to_dict("records")]
+
+
+def run_table(frame: pd.DataFrame) -> Table:
+    stages = [c.removeprefix("top1_pct_") for c in frame.columns if c.startswith("top1_pct_")]
+    headers = ["seed", "point"] + [f"{STAGE_LABELS[s]} [%]" for s in stages] + ["integer = W8A8B32 [%]"]
+    rows = [[r["seed"], r["point"]] + [f"{r[f'top1_pct_{s}']:.2f}" for s in stages] +
+            [f"{r['integer_agrees_w8a8b32'] * 100:.2f}"] for r in frame.to_dict("records")]
+    return Table("quantize_runs", headers, rows, frame)
 
 
 def bar_rows(frame: pd.DataFrame) -> List[List[Any]]:
@@ -99,7 +109,8 @@ def config_sections(runs: List[Dict[str, Any]], label: str, index: int, count: i
     first = min(runs, key=lambda run: (run["seed"], run["sweep"], run["point"]))
     stages = stage_frame(runs)
     bars = bar_frame(stages)
-    scales = scale_frame(first).assign(sweep=first["sweep"], point=first["point"], seed=first["seed"])
+    every = pd.concat([scale_frame(run).assign(sweep=run["sweep"], point=run["point"], seed=run["seed"])
+                       for run in sorted(runs, key=lambda r: (r["seed"], r["sweep"], r["point"]))], ignore_index=True)
     checks = check_frame(runs)
     weights, activations = f"quantize_weights{stem}.png", f"quantize_activations{stem}.png"
     figure_title = f"{title}, seed {first['seed']}"
@@ -107,8 +118,12 @@ def config_sections(runs: List[Dict[str, Any]], label: str, index: int, count: i
         Section(title, markdown=_config_text(runs) + "\n\n" + _torch_ao_text(runs), level=3, tables=[
             Table("quantize_stages", STAGE_HEADERS, stage_rows(stages), stages),
             Table("quantize_bars", BAR_HEADERS, bar_rows(bars), bars)]),
+        Section("Runs: top-1 per stage", level=4, tables=[run_table(run_frame(runs))],
+                markdown="Each run's held-out top-1 per stage, and how often its integer-only inference predicts "
+                         "the simulated W8A8B32 class (quantize_runs.csv adds the agreement with torch.ao on hpml's "
+                         "scales)."),
         Section(f"Scales per layer: seed {first['seed']} (every layer's scales of every run: quantize_scales.csv)",
-                level=4, tables=[Table("quantize_scales", SCALE_HEADERS, scale_rows(scales), scales)],
+                level=4, tables=[Table("quantize_scales", SCALE_HEADERS, scale_rows(scale_frame(first)), every)],
                 after=f"Figures: {weights} (weights), {activations} (calibration activations).",
                 figures=[Figure(weights, lambda path: weights_png(first, path, figure_title)),
                          Figure(activations, lambda path: activations_png(first, path, figure_title))]),

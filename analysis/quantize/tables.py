@@ -1,5 +1,6 @@
 """Run records (analysis.quantize.runs) -> the quantize report's frames, full precision (the CSV files):
 
+    run_frame      per run: its seed and point, top-1 of every stage, the integer path's agreement
     stage_frame    per stage: top-1 mean ± sample std (ddof=1) over the runs (n), its difference from the float
                    stage taken run by run (paired), bytes stored, inference time
     bar_frame      the study's two bars: integer-only within 1 point of float; hpml W8A8 within 0.5 point of
@@ -43,6 +44,17 @@ def stage_frame(runs: List[Dict[str, Any]]) -> pd.DataFrame:
             "inference_ms_median": statistics.median(seconds) * 1e3, "inference_ms_min": min(seconds) * 1e3,
             "inference_ms_max": max(seconds) * 1e3, "test_samples": runs[0]["test_samples"],
         })
+    return pd.DataFrame(rows)
+
+
+def run_frame(runs: List[Dict[str, Any]]) -> pd.DataFrame:
+    """One row per run (by seed): where it came from and its top-1 per stage (%)."""
+    rows = []
+    for run in sorted(runs, key=lambda r: (r["seed"], r["sweep"], r["point"])):
+        row = {"sweep": run["sweep"], "point": run["point"], "seed": run["seed"]}
+        row.update({f"top1_pct_{stage}": run[f"top1_{stage}"] * 100 for stage in run["stages"]})
+        row.update({key: run[key] for key in ("integer_agrees_w8a8b32", "integer_agrees_torch_ao_hpml") if key in run})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -152,7 +152,8 @@ def read_chain(model: nn.Module) -> Plan:
             ops.append(Flatten())
         else:
             raise PlanError(f"{path or 'the model'}: {type(module).__name__} cannot be quantized here (chains of "
-                            "Conv2d [+ BatchNorm2d] [+ ReLU], Linear [+ ReLU], MaxPool2d, AdaptiveAvgPool2d(1), Flatten)")
+                            "Conv2d [+ BatchNorm2d] [+ ReLU], Linear [+ ReLU], MaxPool2d, AdaptiveAvgPool2d(1), "
+                            "Flatten)")
     if not ops or not isinstance(ops[-1], Layer):
         raise PlanError("the model does not end with a convolution or linear layer")
     return Plan(ops)

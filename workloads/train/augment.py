@@ -8,8 +8,10 @@ The same augmentations as the host path's torchvision transforms, in the same or
     normalize     (x / 255 - mean) / std per channel (ToTensor + Normalize), computed in fp32, stored in the
                   dtype the model takes
     Cutout        DeVries & Taylor 2017: per sample and hole, a centre drawn uniformly over the image, the square
-                  [c - size // 2, c + size // 2) clipped at the border (so it can cover less than size x size), set
-                  to 0 after normalization (the data set's mean colour), as their reference code does
+                  [c - size // 2, c - size // 2 + size) clipped at the border (so it can cover less than size x size),
+                  set to 0 after normalization (the data set's mean colour), as their reference code does. For an
+                  even size (16 on CIFAR-10) that is their code's [c - size // 2, c + size // 2); for an odd size
+                  their code covers (size - 1) x (size - 1), and nothing for size 1: here always size x size
 
 `copies` > 1 is batch augmentation (Hoffer et al. 2019): every sample of the batch appears `copies` times in a
 row, each copy with its own crop, flip and holes.
@@ -91,12 +93,12 @@ def cutout_mask(n: int, height: int, width: int, holes: int, size: int, device: 
 
 
 def holes_mask(cy: torch.Tensor, cx: torch.Tensor, height: int, width: int, size: int) -> torch.Tensor:
-    """N x 1 x H x W: the union of the squares rows [cy - size // 2, cy + size // 2) x the same for columns,
+    """N x 1 x H x W: the union of the squares rows [cy - size // 2, cy - size // 2 + size) x the same for columns,
     clipped at the border (cy, cx: N x holes centres)."""
     rows = torch.arange(height, device=cy.device).view(1, 1, height, 1)
     cols = torch.arange(width, device=cy.device).view(1, 1, 1, width)
-    cy, cx, half = cy[:, :, None, None], cx[:, :, None, None], size // 2
-    inside = (rows >= cy - half) & (rows < cy + half) & (cols >= cx - half) & (cols < cx + half)
+    top, left = cy[:, :, None, None] - size // 2, cx[:, :, None, None] - size // 2
+    inside = (rows >= top) & (rows < top + size) & (cols >= left) & (cols < left + size)
     return inside.any(dim=1, keepdim=True)
 
 

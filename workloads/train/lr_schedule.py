@@ -14,15 +14,20 @@ Large Minibatch SGD: Training ImageNet in 1 Hour").
   the end of epoch lr_decay_epochs and stays 0 (the triangular schedule of Page and airbench). A schedule that
   ends at a fixed epoch makes every seed approach its final accuracy at the same epoch: the time-to-accuracy
   preset uses it to narrow the spread of epochs to target (docs/studies/time-to-accuracy.md).
+- Step decay (workload.lr_decay=step): after the warm-up the rate is target * gamma^k, k the number of
+  milestones (workload.lr_milestones, in epochs, counted from the start of training) already passed: He et al.
+  2016 divide by 10 (lr_gamma=0.1) at 32k and 48k of 64k iterations on CIFAR-10; DeVries & Taylor 2017 by 5 at
+  epochs 60, 120 and 160 of 200. A milestone takes effect at the first step of its epoch (step milestone x
+  steps_per_epoch), as torch's MultiStepLR stepped once per epoch does.
 
-Pure functions: the train loop calls `lr_at_step` before each optimizer step.
+Pure functions: the train loop calls the `schedule` of its config before each optimizer step.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
-from conf.workload.train import LrScaling
+from conf.workload.train import LrDecay, LrScaling, TrainConfig, WarmupFrom
 
 
 def target_lr(lr: float, scaling: LrScaling, global_batch: int, base_batch: int) -> float:
@@ -33,15 +38,26 @@ def target_lr(lr: float, scaling: LrScaling, global_batch: int, base_batch: int)
 
 
 def lr_at_step(step: int, steps_per_epoch: int, lr: float, target: float, warmup_epochs: float,
-               warmup_from_zero: bool = False, decay_epochs: Optional[float] = None) -> float:
+               warmup_from_zero: bool = False, decay_epochs: Optional[float] = None,
+               milestones: Sequence[float] = (), gamma: float = 0.1) -> float:
     """The rate of global step `step` (0-based, counted over all epochs): a linear ramp from lr (or 0) at step 0
     to target at step warmup_epochs * steps_per_epoch; then target, or with decay_epochs a linear fall to 0 at
-    step decay_epochs * steps_per_epoch."""
+    step decay_epochs * steps_per_epoch, or with milestones target * gamma^(milestones at or before this step)."""
     warmup_steps = warmup_epochs * steps_per_epoch
     if warmup_steps > 0 and step < warmup_steps:
         start = 0.0 if warmup_from_zero else min(lr, target)
         return start + (target - start) * step / warmup_steps
+    if milestones:
+        return target * gamma ** sum(step >= milestone * steps_per_epoch for milestone in milestones)
     if decay_epochs is None:
         return target
     decay_steps = decay_epochs * steps_per_epoch - max(warmup_steps, 0)
     return target * max(0.0, 1 - (step - max(warmup_steps, 0)) / decay_steps)
+
+
+def schedule(cfg: TrainConfig, steps_per_epoch: int, target: float) -> Callable[[int], float]:
+    """The rate of each global step under the config's warm-up and decay keys."""
+    decay_epochs = cfg.lr_decay_epochs if cfg.lr_decay == LrDecay.linear else None
+    milestones = tuple(cfg.lr_milestones) if cfg.lr_decay == LrDecay.step else ()
+    return lambda step: lr_at_step(step, steps_per_epoch, cfg.lr, target, cfg.warmup_epochs,
+                                   cfg.warmup_from == WarmupFrom.zero, decay_epochs, milestones, cfg.lr_gamma)

@@ -7,8 +7,12 @@ A training step has five phases, timed as follows:
                slicing and augmenting kernels (on the host that call only queues them)
     h2d        device: inputs and labels copied to the device (non_blocking from pinned memory)
     forward    device: forward pass, loss, and the epoch's loss/accuracy sums
-    backward   device: zero_grad + backward (DDP's gradient all-reduce runs inside it, overlapped)
+    backward   device: backward (DDP's gradient all-reduce runs inside it, overlapped)
     optimizer  device: learning-rate update + optimizer.step()
+
+With gradient accumulation (workload.accumulation_chunks = c) a step marks forward and backward once per chunk:
+h2d, (forward, backward) x c, optimizer; each phase's time is the sum of its c intervals, so the five phases still
+add up to the step.
 
 On GPU, `mark()` records a CUDA event on the current stream at each phase boundary; nothing waits for it.
 `read()` synchronizes once (after the epoch) and turns the events into seconds. Events are pooled and
@@ -31,6 +35,8 @@ from typing import Dict, List
 import torch
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer")
+# the marks that may follow each mark of a step (None: the batch just loaded): forward and backward repeat per chunk
+FOLLOWS = {None: ("h2d",), "h2d": ("forward",), "forward": ("backward",), "backward": ("forward", "optimizer")}
 DEVICE_PHASES = PHASES[1:]  # timed between device marks; "data" is host time
 TRAIN_PHASES = DEVICE_PHASES  # a step's train time: all but data loading
 
@@ -69,7 +75,8 @@ class PhaseClock(NullClock):
         self._start = None
         self._host_begin = 0.0
         self._data_s: List[float] = []
-        self._marks: List[List] = []  # per step: [loaded, h2d, forward, backward, optimizer] marks
+        self._marks: List[List] = []  # per step: [loaded, h2d, forward, backward, (forward, backward, ...) optimizer]
+        self._names: List[List[str]] = []  # per step: the phase each mark after `loaded` ends
 
     def _now(self):
         if not self.cuda:
@@ -82,7 +89,7 @@ class PhaseClock(NullClock):
         return event
 
     def start_epoch(self) -> None:
-        self._used, self._data_s, self._marks = 0, [], []
+        self._used, self._data_s, self._marks, self._names = 0, [], [], []
         self._start = self._now()
 
     def begin_step(self) -> None:
@@ -96,12 +103,16 @@ class PhaseClock(NullClock):
         # device data: the pair of events, read with the others after the epoch's synchronize
         self._data_s.append((self._data_begin, loaded) if self._device_data else time.perf_counter() - self._host_begin)
         self._marks.append([loaded])
+        self._names.append([])
 
     def mark(self, phase: str) -> None:
-        marks = self._marks[-1]
-        if DEVICE_PHASES[len(marks) - 1] != phase:
-            raise RuntimeError(f"phase {phase!r} marked out of order after {len(marks) - 1} device phases")
-        marks.append(self._now())
+        names = self._names[-1]
+        after = names[-1] if names else None
+        if phase not in FOLLOWS[after]:
+            raise RuntimeError(f"phase {phase!r} marked out of order after {after or 'the data'} (a step is h2d, "
+                               "forward and backward per chunk, optimizer)")
+        names.append(phase)
+        self._marks[-1].append(self._now())
 
     def _seconds(self, a, b) -> float:
         return a.elapsed_time(b) / 1000.0 if self.cuda else b - a
@@ -110,12 +121,16 @@ class PhaseClock(NullClock):
         """Per-step seconds of each phase, plus "step" (step end to step end); synchronizes the device once."""
         if self.cuda:
             torch.cuda.synchronize()
-        if any(len(marks) != len(PHASES) for marks in self._marks):
+        if any(not names or names[-1] != "optimizer" for names in self._names):
             raise RuntimeError("a step was not marked through all phases")
         data = [self._seconds(*pair) for pair in self._data_s] if self._device_data else list(self._data_s)
-        out: Dict[str, List[float]] = {"data": data}
-        for i, phase in enumerate(DEVICE_PHASES):
-            out[phase] = [self._seconds(marks[i], marks[i + 1]) for marks in self._marks]
+        out: Dict[str, List[float]] = {"data": data, **{phase: [] for phase in DEVICE_PHASES}}
+        for marks, names in zip(self._marks, self._names):
+            step = dict.fromkeys(DEVICE_PHASES, 0.0)
+            for name, begin, end in zip(names, marks, marks[1:]):
+                step[name] += self._seconds(begin, end)
+            for phase in DEVICE_PHASES:
+                out[phase].append(step[phase])
         ends = [self._start] + [marks[-1] for marks in self._marks]
         out["step"] = [self._seconds(a, b) for a, b in zip(ends, ends[1:])]
         return out

@@ -1,0 +1,97 @@
+"""The batch augmentation sections: a heading with the definitions, then per group its table (analysis.batch_aug.
+tables; the frame, full precision, is batch_augmentation.csv) and its validation-error figure. Formatting only."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import pandas as pd
+
+from analysis.batch_aug.plots import drawer
+from analysis.batch_aug.tables import variant_of
+from analysis.sections import Figure, Section, Table
+from analysis.stats import SAMPLE_DDOF, differing_labels, is_missing
+
+TABLE = "batch_augmentation"
+
+INTRO = (
+    "Batch augmentation (Hoffer et al. 2019): each step trains on M copies of each of its B samples, every copy its "
+    "own draw of the augmentation (crop, flip, Cutout holes), M x B samples per step; an epoch is still one pass "
+    "over the data set. One table and one figure per group: runs that differ only in M, the accumulation chunks, "
+    "Cutout and the seed (same configuration otherwise, same hardware, same data path). n: the runs (seeds) of a "
+    "row; converged: those whose validation top-1 reached the target (k / n). Epochs to target and TTA (wall-clock "
+    "from the start of training to the first evaluation at or above the target, evaluation included) over the k "
+    "converged runs; a run that did not converge gives its best top-1 and its clock at the last evaluation (the "
+    "cap) instead. Epoch time: each run's mean over its timed epochs (epoch 1 is warm-up), then mean ± sample std "
+    f"(ddof={SAMPLE_DDOF}) over the runs; step time: each run's median step (rank 0, step end to step end: data, "
+    "copies and augmentation included); samples/s: distinct samples of an epoch / epoch time; images/s: M x that. "
+    "Step cost / (M x single-copy step): the mean step time at M over M times the mean step time of the same "
+    "group's M = 1 whole-step run with the same Cutout (1: the cost grows exactly as M; below 1: a larger step "
+    "uses the device better).")
+
+HEADERS = ["M (copies)", "samples per step", "chunks", "Cutout", "runs (n)", "converged", "epochs to target mean ± std",
+           "TTA [s] mean ± std", "not converged: best top-1 [%], time at cap [s]", "best top-1 [%] mean ± std",
+           "epoch time [s] mean ± std", "step time [ms] mean ± std", "samples/s mean ± std",
+           "images/s (M x B) mean ± std", "step cost / (M x single-copy step)"]
+
+
+def cutout_label(holes: int, size: int) -> str:
+    return f"{holes} x {size}x{size} px" if holes else "none"
+
+
+def _mean_std(r: Dict[str, Any], prefix: str, fmt: str, scale: float = 1.0, n: str = "runs") -> str:
+    if is_missing(r[f"{prefix}_mean"]):
+        return "—"
+    std = "" if is_missing(r[f"{prefix}_std"]) else f" ± {r[f'{prefix}_std'] * scale:{fmt}}"  # one run: no spread
+    return f"{r[f'{prefix}_mean'] * scale:{fmt}}{std} (n={r[n]})"
+
+
+def _missed(r: Dict[str, Any]) -> str:
+    if is_missing(r["target"]):
+        return "— (no target)"
+    if r["converged"] == r["runs"] or is_missing(r["missed_best_top1_mean"]):
+        return "—"
+    return f"{r['missed_best_top1_mean'] * 100:.2f}, {r['missed_last_elapsed_s_mean']:.2f} (n={r['runs'] - r['converged']})"
+
+
+def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
+    body = []
+    for r in rows.to_dict("records"):
+        body.append([r["copies"], r["samples_per_step"], r["chunks"], cutout_label(r["cutout_holes"], r["cutout_size"]),
+                     r["runs"], "no target" if is_missing(r["target"]) else f"{r['converged']}/{r['runs']}", _mean_std(r, "epochs", ".2f", n="converged"),
+                     _mean_std(r, "tta_s", ".2f", n="converged"), _missed(r), _mean_std(r, "best_top1", ".2f", 100),
+                     _mean_std(r, "epoch_time_s", ".4f"), _mean_std(r, "step_time_s", ".2f", 1000),
+                     _mean_std(r, "samples_per_s", ",.0f"), _mean_std(r, "images_per_s", ",.0f"),
+                     "—" if is_missing(r["step_cost_factor"]) else f"{r['step_cost_factor']:.3f}"])
+    return body
+
+
+def variant_label(variant: tuple, chunked: bool) -> str:
+    copies, chunks, holes, size = variant
+    return f"M={copies}" + (f", {chunks} chunks" if chunked else "") + (f", Cutout {size}" if holes else ", no Cutout")
+
+
+def batch_augmentation_sections(runs: List[Dict[str, Any]], table: pd.DataFrame) -> List[Section]:
+    by_group: Dict[str, List[Dict[str, Any]]] = {}
+    for run in runs:
+        by_group.setdefault(run["group_key"], []).append(run)
+    labels = differing_labels({key: members[0]["group_items"] for key, members in by_group.items()})
+    sections = [Section("Batch augmentation", markdown=INTRO)]
+    for index, key in enumerate(sorted(by_group), start=1):
+        members = by_group[key]
+        first = members[0]
+        target = first["target"]
+        goal = f" to {target * 100:g} % top-1" if target is not None else ", no target"
+        title = (f"Batch augmentation: {first['model']}{goal}, {first['hardware']}, {first['data_placement']} path "
+                 f"{labels[key]}").rstrip()
+        variants: Dict[tuple, List[Dict[str, Any]]] = {}
+        for run in sorted(members, key=variant_of):
+            variants.setdefault(variant_of(run), []).append(run)
+        chunked = any(v[1] > 1 for v in variants)
+        figure = "batch_augmentation_error.png" if len(by_group) == 1 else f"batch_augmentation_error_{index}.png"
+        rows = table[table["group_key"] == key].reset_index(drop=True)
+        lines = {variant_label(v, chunked): group for v, group in variants.items()}
+        sections.append(Section(title, level=3, tables=[Table(TABLE, HEADERS, table_rows(rows), rows)],
+                                after=f"Figure: {figure} (validation error against epoch, one line per M).",
+                                figures=[Figure(figure, drawer(lines, target, title))]))
+    return sections
