@@ -365,3 +365,92 @@ def test_the_tiny_digits_preset_trains_two_copies_in_chunks_and_reports_them(dig
     csv = (tmp_path / "report" / "batch_augmentation.csv").read_text().splitlines()
     assert csv[0].startswith("group_key,model,hardware") and len(csv) == 2
     assert (tmp_path / "report" / "batch_augmentation_error.png").is_file()
+
+
+# --- the report's numbers against hand-computed values ------------------------------------------------------------
+
+def result_doc(copies: int, seed: int, top1, epoch_s, steps_s, target=0.9, holes=1, chunks=1):
+    """A minimal ok train result as the report reads it: 10 steps of 64 per epoch, one evaluation per epoch 1 s apart."""
+    epochs = len(top1)
+    return {"path": f"p/{copies}/{seed}/result.json", "status": "ok", "identity": {"seed": seed},
+            "environment": {"gpus": []},
+            "config": {"workload": {"model": "cifar_resnet8", "batch_augmentation": copies, "accumulation_chunks": chunks,
+                                    "cutout_holes": holes, "cutout_size": 16, "target_accuracy": target},
+                       "resources": {"nodes": 1, "workers_per_node": 1}, "sweep": {"seed": seed}},
+            "measurements": {"batch_augmentation": copies, "accumulation_chunks": chunks, "global_batch": 64,
+                             "samples_per_epoch": 640, "epoch_time_s": epoch_s, "step_time_s": steps_s,
+                             "data_placement": "device",
+                             "evaluation": {"epoch": list(range(1, epochs + 1)), "step": [10 * e for e in range(1, epochs + 1)],
+                                            "top1": top1, "elapsed_s": [float(e) for e in range(1, epochs + 1)],
+                                            "train_elapsed_s": [float(e) for e in range(1, epochs + 1)]}},
+            "derived": {"tta": {"target": target}}}
+
+
+def test_a_run_record_takes_its_numbers_from_the_raw_arrays():
+    from analysis.batch_aug.runs import ba_run
+
+    doc = result_doc(4, 0, [0.5, 0.92, 0.95], epoch_s=[9.0, 2.0, 4.0], steps_s=[[1.0], [0.1, 0.3, 0.2], [0.5, 0.4]])
+    run = ba_run(doc)
+    assert run["epoch_time_s"] == 3.0  # epochs 2 and 3 (epoch 1 is warm-up): (2 + 4) / 2
+    assert run["step_time_s"] == 0.3  # the median of the timed epochs' steps 0.1 0.3 0.2 0.5 0.4
+    assert (run["samples_per_s"], run["images_per_s"]) == (640 / 3.0, 4 * 640 / 3.0)
+    assert (run["converged"], run["epochs_to_target"], run["tta_s"], run["samples_per_step"]) == (True, 2, 2.0, 256)
+    assert (run["best_top1"], run["best_epoch"], run["last_elapsed_s"]) == (0.95, 3, 3.0)
+    assert "workload.batch_augmentation" not in run["group_items"] and "workload.cutout_holes" not in run["group_items"]
+
+
+def test_the_table_gives_epochs_and_time_to_target_rates_and_the_step_cost_factor_per_m():
+    from analysis.batch_aug.runs import ba_run
+    from analysis.batch_aug.tables import variant_table
+
+    docs = [result_doc(1, 0, [0.5, 0.91], [5.0, 2.0], [[1.0], [0.02]]),        # converged at epoch 2, 2.0 s
+            result_doc(1, 1, [0.5, 0.85, 0.88], [5.0, 2.0, 2.0], [[1.0], [0.022], [0.022]]),  # never: best 0.88 at 3 s
+            result_doc(4, 0, [0.6, 0.95], [5.0, 3.0], [[1.0], [0.03]]),
+            result_doc(4, 1, [0.6, 0.8, 0.93], [5.0, 4.0, 4.0], [[1.0], [0.034], [0.034]])]
+    table = variant_table([ba_run(doc) for doc in docs]).set_index("copies")
+    one, four = table.loc[1], table.loc[4]
+    assert (one["runs"], one["converged"], four["converged"]) == (2, 1, 2)
+    assert (one["epochs_mean"], one["tta_s_mean"]) == (2.0, 2.0)
+    assert (one["missed_best_top1_mean"], one["missed_last_elapsed_s_mean"]) == (0.88, 3.0)
+    assert four["epochs_mean"] == 2.5 and four["epochs_std"] == pytest.approx(0.5 ** 0.5)  # 2 and 3, ddof = 1
+    assert four["epoch_time_s_mean"] == 3.5 and four["epoch_time_s_std"] == pytest.approx(0.5 ** 0.5)  # 3 and 4
+    assert four["images_per_s_mean"] == pytest.approx((4 * 640 / 3 + 4 * 640 / 4) / 2)
+    # mean step at M = 4 over 4 x the mean single-copy step: 0.032 / (4 x 0.021)
+    assert four["step_cost_factor"] == pytest.approx(0.032 / (4 * 0.021)) and one["step_cost_factor"] == pytest.approx(1.0)
+
+
+def test_the_section_appears_only_with_copies_or_cutout_and_the_error_curve_averages_the_runs_at_each_epoch():
+    from analysis import batch_aug
+    from analysis.batch_aug.plots import error_curve
+    from analysis.results import WorkloadResults
+
+    plain = [result_doc(1, s, [0.5, 0.91], [5.0, 2.0], [[1.0], [0.02]], holes=0) for s in (0, 1)]
+    assert batch_aug.sections(WorkloadResults("train", plain)) == []  # a TTA sweep's report stays as it was
+    sections = batch_aug.sections(WorkloadResults("train", plain + [result_doc(2, 0, [0.6, 0.95], [5.0, 2.0],
+                                                                                [[1.0], [0.03]], holes=0)]))
+    assert [s.title for s in sections][0] == "Batch augmentation" and len(sections) == 2
+    assert [row[0] for row in sections[1].tables[0].rows] == [1, 2]  # M = 1 is the group's baseline row
+    curve = error_curve([{"eval_epochs": [1, 2], "top1": [0.5, 0.9]}, {"eval_epochs": [1], "top1": [0.7]}])
+    assert curve["epoch"] == [1, 2] and curve["n"] == [2, 1]
+    assert curve["mean"] == pytest.approx([40.0, 10.0])
+    assert curve["min"] == pytest.approx([30.0, 10.0]) and curve["max"] == pytest.approx([50.0, 10.0])
+
+
+def test_the_cutout_figure_uses_the_training_codes_cutout(tmp_path):
+    write_cifar10(tmp_path, per_batch=2)
+    done = run_hpml_tool(["tools/cutout_figure.py", "--data-root", str(tmp_path), "--out", str(tmp_path / "c.png"),
+                          "--indices", "0", "3", "--size", "8", "--seed", "1"])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("training image 0: Cutout covers ") and lines[1].startswith("training image 3: ")
+    assert all(16 <= int(line.split("covers ")[1].split(" px")[0]) <= 64 for line in lines[:2])
+    assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def run_hpml_tool(args):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=120)
