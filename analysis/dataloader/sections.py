@@ -14,7 +14,7 @@ from analysis.dataloader.plots import workers_plot
 from analysis.dataloader.runs import DEVICE
 from analysis.dataloader.tables import verdict
 from analysis.sections import Figure, Section, Table
-from analysis.stats import differing_labels
+from analysis.stats import differing_labels, is_missing
 
 IN_TITLE = ("workload.dataset", "hardware", "cpus")  # group items the section's title names already
 HEADERS = ["data path", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor",
@@ -36,20 +36,16 @@ def setting_label(row: Mapping[str, Any]) -> str:
     """A setting in words: "device path", "0 workers", "4 workers, pin_memory, persistent, prefetch 4"."""
     if row["placement"] == DEVICE:
         return "device path"
-    workers = int(row["workers"])  # a float where the column also holds the device path's NaN
+    workers = int(row["workers"])
     parts = [f"{workers} worker{'s' if workers != 1 else ''}"]
     parts += ["pin_memory"] if row["pin_memory"] else []
     parts += ["persistent"] if row["persistent_workers"] else []
-    parts += [f"prefetch {int(row['prefetch_factor'])}"] if not _missing(row["prefetch_factor"]) else []
+    parts += [f"prefetch {int(row['prefetch_factor'])}"] if not is_missing(row["prefetch_factor"]) else []
     return ", ".join(parts)
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _cell(value: Any) -> str:
-    return "–" if _missing(value) else str(int(value)) if isinstance(value, float) else str(value)
+    return "–" if is_missing(value) else str(value)
 
 
 def display_row(row: Mapping[str, Any]) -> List[str]:

@@ -71,7 +71,8 @@ def group_table(records: List[Dict[str, Any]]) -> pd.DataFrame:
         row["speedup_vs_default"] = (speedup(default["epoch_time_mean_s"], row["epoch_time_mean_s"])
                                      if default else float("nan"))
         row["fastest"] = row is fastest
-    return pd.DataFrame(rows, columns=COLUMNS)
+    # integers with the device path's gaps (not floats: the CSV says 4, not 4.0)
+    return pd.DataFrame(rows, columns=COLUMNS).astype({"workers": "Int64", "prefetch_factor": "Int64"})
 
 
 def dataloader_tables(records: List[Dict[str, Any]]) -> List[pd.DataFrame]:
