@@ -7,7 +7,7 @@
 # experiment=$PRESET (the workers line at PyTorch's defaults) and the device path, then, while the time allows
 # (BUDGET_S), the DataLoader's options at OPTIONS_WORKERS workers; and reports all of it into $DEST (default
 # $OUT/<label> when $OUT is set, else this folder's <label>/): report/ (report.md, dataloader.csv,
-# dataloader_workers.png, telemetry) and sweeps/ (results, configs, logs, telemetry sidecars).
+# dataloader_workers.png, telemetry) and runs/ (the sweeps: results, configs, logs, telemetry sidecars).
 #
 # Knobs (environment), the defaults being the H200 run's:
 #   TRAIN_SIZE=50000 JPEG_SIZE=25000 PRESET=dataloader_workers OPTIONS_WORKERS=8 PIN=true BUDGET_S=360 EXTRA=""
@@ -83,7 +83,7 @@ done
 step "report"
 rm -f "$SCRATCH/sweeps/latest"
 "${hpml[@]}" report "$SCRATCH/sweeps" --out "$DEST/report" | tail -60
-rm -rf "$DEST/sweeps" && cp -r "$SCRATCH/sweeps" "$DEST/sweeps"
-find "$DEST/sweeps" -maxdepth 2 -name jobs -type d -exec rm -rf {} +  # submitit's pickles: not results
+rm -rf "$DEST/runs" && cp -r "$SCRATCH/sweeps" "$DEST/runs"  # runs/, not sweeps/ (which git ignores)
+find "$DEST/runs" -maxdepth 2 -name jobs -type d -exec rm -rf {} +  # submitit's pickles: not results
 step "done: $DEST"
 exit $failed
