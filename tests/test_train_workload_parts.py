@@ -72,7 +72,7 @@ def test_gradient_bytes_counts_trainable_parameters():
 
 def test_cifar_stem_replaces_the_imagenet_stem():
     class Cfg:
-        model, num_classes, cifar_stem, channels_last = "resnet18", 10, True, False
+        model, num_classes, cifar_stem, channels_last, activation_checkpointing = "resnet18", 10, True, False, False
 
     model = build_model(Cfg(), torch.device("cpu"))
     assert model.conv1.kernel_size == (3, 3) and model.conv1.stride == (1, 1)

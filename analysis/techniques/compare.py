@@ -53,7 +53,7 @@ def precision_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
         by_setting.setdefault(record["precision"], []).append(record)
     for setting in sorted(by_setting, key=lambda s: (PRECISION_ORDER.index(s) if s in PRECISION_ORDER else 9, s)):
         runs = by_setting[setting]
-        final_loss = [r["train_loss"][-1] for r in runs if finite(r["train_loss"][-1])]
+        final_loss = [r["train_loss"][-1] for r in runs if r["train_loss"] and finite(r["train_loss"][-1])]
         final_top1 = [r["val_top1"][-1] for r in runs if r["val_top1"]]
         best_top1 = [max(r["val_top1"]) for r in runs if r["val_top1"]]
         epoch_s = [statistics.fmean(r["epoch_time_s"][i] for i in r["timed"]) for r in runs]
@@ -109,6 +109,7 @@ def utilization_frame(records: List[Mapping[str, Any]], labels: Mapping[str, str
     for record in records:
         by_configuration.setdefault(record["config_key"], []).append(record)
     for key, runs in by_configuration.items():
+        runs = [r for r in runs if r["samples_per_epoch"]]  # results written before samples_per_epoch: no rate
         samples_per_s = [r["samples_per_epoch"] / statistics.fmean(r["epoch_time_s"][i] for i in r["timed"])
                          for r in runs]
         rows.append({"setting": labels.get(key, "") or "(the only configuration)", "runs": len(runs),

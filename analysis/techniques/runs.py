@@ -23,7 +23,8 @@ CHECKPOINTING_KEYS = ("workload.activation_checkpointing", "workload.batch_size"
 def precision_label(doc: Mapping[str, Any]) -> str:
     """fp32 / tf32 / fp16 / bf16 as it ran: fp32 with TF32 in force (measurements.tf32, GPU only) is tf32."""
     m = doc["measurements"]
-    precision = m.get("precision", doc["config"]["workload"]["precision"])
+    # results written before measurements.precision existed: the config's (fp32 where even that is absent)
+    precision = m.get("precision") or doc["config"].get("workload", {}).get("precision") or "fp32"
     return "tf32" if precision == "fp32" and m.get("tf32") else precision
 
 
@@ -49,6 +50,8 @@ def telemetry_numbers(doc: Mapping[str, Any]) -> Dict[str, Optional[float]]:
 
 
 def technique_run(doc: Mapping[str, Any], with_telemetry: bool = False) -> Dict[str, Any]:
+    """Every key the techniques add is optional: a result written before them gives a record whose sections stay
+    empty (has_profile false, one precision, no checkpointing), never an unreadable result."""
     m = doc["measurements"]
     epochs = len(m["epoch_time_s"])
     timed = timed_epoch_indices(epochs, m.get("cold_epochs", [0]))
@@ -59,15 +62,17 @@ def technique_run(doc: Mapping[str, Any], with_telemetry: bool = False) -> Dict[
         "config_key": items_key(items), "precision": precision_label(doc),
         "activation_checkpointing": bool(m.get("activation_checkpointing", False)),
         "per_device_batch": per_device_batch_of(doc["config"]), "epochs": epochs, "timed": timed,
-        "epoch_time_s": m["epoch_time_s"], "step_time_s": m["step_time_s"], "phase_time_s": m["phase_time_s"],
+        "epoch_time_s": m["epoch_time_s"], "step_time_s": m.get("step_time_s"), "phase_time_s": m.get("phase_time_s"),
         "loop_time_s": m.get("loop_time_s"), "eval_time_s": m.get("eval_time_s"),
-        "train_loss": m["train_loss"], "val_top1": evaluation.get("top1", []), "val_epoch": evaluation.get("epoch", []),
-        "samples_per_epoch": m["samples_per_epoch"],
-        "peak_allocated_bytes": [b for b in m.get("peak_memory_allocated_bytes") or [] if b is not None],
+        "train_loss": m.get("train_loss") or [], "val_top1": evaluation.get("top1", []), "val_epoch": evaluation.get("epoch", []),
+        "samples_per_epoch": m.get("samples_per_epoch"),
+        # the timed epochs' allocator peaks: epoch 1's holds cuDNN's benchmark workspaces (tried once, then freed)
+        "peak_allocated_bytes": [b for i, b in enumerate(m.get("peak_memory_allocated_bytes") or [])
+                                 if b is not None and i in timed],
         "largest_fitting": (m.get("batch_probe") or {}).get("largest_fitting"),
         "batch_probe": m.get("batch_probe") is not None,
     }
-    record["nonfinite_loss_epochs"] = [i + 1 for i, loss in enumerate(m["train_loss"]) if not finite(loss)]
+    record["nonfinite_loss_epochs"] = [i + 1 for i, loss in enumerate(record["train_loss"]) if not finite(loss)]
     if with_telemetry:
         record.update(telemetry_numbers(doc))
     return record
@@ -76,7 +81,8 @@ def technique_run(doc: Mapping[str, Any], with_telemetry: bool = False) -> Dict[
 def has_profile(record: Mapping[str, Any]) -> bool:
     """Results written before loop_time_s existed (or resumed from an older checkpoint) have no full profile."""
     loops, evals = record["loop_time_s"], record["eval_time_s"]
-    return isinstance(loops, list) and isinstance(evals, list) and len(loops) == len(evals) == record["epochs"]
+    return (isinstance(loops, list) and isinstance(evals, list) and len(loops) == len(evals) == record["epochs"]
+            and record["step_time_s"] is not None and record["phase_time_s"] is not None)
 
 
 def without_keys(items: Mapping[str, Any], keys) -> str:

@@ -35,12 +35,12 @@ PRECISION_INTRO = (
     "seed and epochs. final loss: the last epoch's mean training loss (mean over runs; a non-finite loss is never "
     "averaged in, its epochs are listed); top-1: held-out, last evaluation and best (mean ± sample std over runs); "
     "epoch: mean over the timed epochs; peak memory: the allocator's (torch.cuda.max_memory_allocated, the "
-    "largest of any epoch) and NVML's (memory used on the device, the process's and the CUDA context's); power, "
+    "largest of the timed epochs: epoch 1 holds cuDNN's benchmark workspaces) and NVML's (memory used on the device, the process's and the CUDA context's); power, "
     "utilization, SM activity and energy per sample: GPU telemetry over the timed epochs (— without a GPU).")
 
 CHECKPOINTING_INTRO = (
     "Activation checkpointing (workload.activation_checkpointing: each model stage under torch.utils.checkpoint, "
-    "non-reentrant) at the same per-device batch: the allocator's peak memory (largest epoch) and the mean step "
+    "non-reentrant) at the same per-device batch: the allocator's peak memory (largest timed epoch) and the mean step "
     "time of the timed epochs without and with; saved = 1 - with / without; extra step = with / without - 1; MB "
     "saved per extra ms of step time = (peak without - peak with) / (step with - step without); the largest "
     "per-device batch that fits (the batch probe, doubling until out of memory) without and with.")
@@ -145,8 +145,8 @@ def checkpointing_sections(records: List[Dict[str, Any]]) -> List[Section]:
                  _num(r["peak_without_bytes"], ".0f", 2 ** -20), _num(r["peak_with_bytes"], ".0f", 2 ** -20),
                  _num(r["memory_saved_fraction"], ".1f", 100, " %"), _num(r["step_without_s"], ".2f", 1e3),
                  _num(r["step_with_s"], ".2f", 1e3), _num(r["step_extra_fraction"], "+.1f", 100, " %"),
-                 _num(r["mib_saved_per_extra_ms"], ".1f"), _num(r["largest_batch_without"], "d"),
-                 _num(r["largest_batch_with"], "d")] for r in frame.to_dict("records")]
+                 _num(r["mib_saved_per_extra_ms"], ".1f"), _num(r["largest_batch_without"], ".0f"),
+                 _num(r["largest_batch_with"], ".0f")] for r in frame.to_dict("records")]
         title = f"Activation checkpointing: {runs[0]['config_items'].get('workload.model', '')} ({runs[0]['sweep']})"
         sections.append(Section(title, markdown=CHECKPOINTING_INTRO,
                                 tables=[Table("activation_checkpointing", headers, body, frame)]))

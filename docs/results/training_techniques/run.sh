@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 22 on one GPU of this host (items 2-5): the full phase profile, precision side by side (3 seeds), activation
+# checkpointing on ResNet-50 at 224x224, and (part "utilization") the GPU-utilization settings on the digits
+# enlarged to 50,000 training images. From the repository root, with $OUT set:
+#   bash docs/results/training_techniques/run.sh <label> [profile,precision,ckpt,utilization]
+# Results land as $OUT/<label>-<part>.tgz (the sweeps' results, logs and telemetry; models dropped).
+set -euo pipefail
+label=$1
+parts=${2:-profile,precision,ckpt,utilization}
+hpml=(python -m launcher.cli)
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUT/$label-gpu.txt"
+data=/tmp/hpml-digits  # one path on every machine (the report drops data_root from a configuration anyway)
+[ -d "$data/digits" ] || "${hpml[@]}" data digits --root "$data/digits"
+
+launch() {  # part, then the launch's arguments
+    local part=$1; shift
+    "${hpml[@]}" launch "$@" sweep.name="${part}_$label" sweep.root="$OUT/sweeps-$part" 2>&1 \
+        | grep -v '^\[rank 0\]' || echo "hpml launch of $part failed: its results are kept as they are"
+    rm -f "$OUT/sweeps-$part/latest"
+    find "$OUT/sweeps-$part" -name model.pt -delete
+    tar czf "$OUT/$label-$part.tgz" -C "$OUT/sweeps-$part" .
+    rm -rf "$OUT/sweeps-$part"
+}
+[[ ,$parts, == *,profile,* ]] && launch profile experiment=phase_profile workload.data_root="$data/digits"
+[[ ,$parts, == *,precision,* ]] && launch precision experiment=precision workload.data_root="$data/digits"
+[[ ,$parts, == *,ckpt,* ]] && launch ckpt experiment=activation_ckpt
+if [[ ,$parts, == *,utilization,* ]]; then
+    [ -d "$data/digits50k" ] || "${hpml[@]}" data digits --root "$data/digits50k" --train-size 50000
+    launch utilization experiment=gpu_utilization workload.data_root="$data/digits50k"
+fi
+true
