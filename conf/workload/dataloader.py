@@ -33,7 +33,7 @@ class LoaderDataset(str, Enum):
 @dataclass
 class DataloaderConfig(WorkloadConfig):
     dataset: LoaderDataset = MISSING
-    data_root: Optional[str] = None  # required: the data set is read from disk, never downloaded
+    data_root: Optional[str] = None  # required (null refused): the data set is read from disk, never downloaded
     image_size: int = MISSING  # image_folder: RandomResizedCrop's output side; cifar10: 32
     batch_size: int = MISSING  # per worker process, as train's weak scaling
     epochs: int = MISSING  # epoch 1 is warm-up (not reported): at least 2
