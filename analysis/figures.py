@@ -1,12 +1,23 @@
 """What every report figure shares: matplotlib with the Agg backend (no display), imported only when a
-figure is drawn, and the rule that a line needs two points to be worth a plot."""
+figure is drawn, the rule that a line needs two points to be worth a plot, and the rules that keep a figure
+readable however many sweeps a report covers (issue 25; docs/decisions.md, "Hardening (issue 25)"):
+
+- at most MAX_LINES lines in a plot: past that, the plot draws a summary instead, per x value the median
+  over the lines and a band from their min to their max, and its title says how many lines it summarizes
+  (every line's numbers stay in the report's CSV);
+- at most MAX_PANELS panels (one per sweep) in a figure: the first ones in sorted order, and the figure's
+  title says how many sweeps were left out (the CSV has them all).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, List, Sequence, Tuple
 
 import pandas as pd
+
+MAX_LINES = 12  # distinct colours and a legend that still fits in one plot
+MAX_PANELS = 4  # side by side at 6.4 inches each: a wide figure, still one screen
 
 
 def worth_drawing(lines: Iterable[pd.DataFrame], x: str) -> bool:
@@ -31,3 +42,21 @@ def save(plt, fig, path: Path) -> bool:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
+
+
+def first_panels(names: Sequence) -> Tuple[List, str]:
+    """The panels to draw (the first MAX_PANELS), and a note for the figure's title ("" when all fit)."""
+    kept = list(names)[:MAX_PANELS]
+    if len(kept) == len(names):
+        return kept, ""
+    return kept, f"first {len(kept)} of {len(names)} sweeps drawn; every sweep is in the CSV"
+
+
+def summary_line(ax, points: pd.DataFrame, x: str, y: str, lines: int, label: str, **style) -> None:
+    """Per x value: the median of y over the points of `lines` lines (a line with markers) and the band from
+    their min to max. One groupby over all the points: a groupby per line costs seconds over 5,000 lines."""
+    values = points.groupby(x)[y]
+    stats = pd.DataFrame({"median": values.median(), "low": values.min(), "high": values.max()}).sort_index()
+    drawn = ax.plot(stats.index, stats["median"], marker="o", label=f"{label}: median of {lines} lines", **style)
+    ax.fill_between(stats.index, stats["low"], stats["high"], alpha=0.2, color=drawn[0].get_color(),
+                    label=f"{label}: min to max")

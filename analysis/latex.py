@@ -17,11 +17,13 @@ _ESCAPES = {
 _SYMBOLS = {"±": r"$\pm$", "×": r"$\times$", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$"}
 
 
+# One pass over the text (str.translate): every replacement is of one character, and what a replacement
+# writes is not escaped again. A character at a time in Python cost 2 s over a 10,000-row table.
+_TRANSLATION = str.maketrans({**_ESCAPES, **_SYMBOLS})
+
+
 def escape(text: Any) -> str:
-    out = "".join(_ESCAPES.get(c, c) for c in str(text))
-    for symbol, command in _SYMBOLS.items():
-        out = out.replace(symbol, command)
-    return out
+    return str(text).translate(_TRANSLATION)
 
 
 def latex_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str, label: str) -> str:

@@ -22,7 +22,8 @@ from analysis import telemetry
 from analysis.registry import REPORTS, RESULT_CHECKS
 from analysis.results import (LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results,
                               where)
-from analysis.sections import Section, report_markdown, write_sections
+from analysis.figures_aside import draw_figures_aside
+from analysis.sections import Section, report_markdown, write_tables
 
 REPORT_MD = "report.md"
 
@@ -103,10 +104,15 @@ def build_report(root: str | Path) -> Report:
 
 
 def write_report(report: Report, out_dir: Path) -> List[Path]:
+    """report.md, the tables (CSV, LaTeX) and the figures; the figures are drawn in a child process meanwhile
+    (analysis.figures_aside: two cores, the time of the longer part)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    parts = report.sections + report.telemetry
+    figures = draw_figures_aside(parts, out_dir)
     md_path = out_dir / REPORT_MD
     md_path.write_text(report.markdown)
-    return [md_path] + write_sections(report.sections + report.telemetry, out_dir)
+    tables = write_tables(parts, out_dir)
+    return [md_path] + tables + figures()
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -121,16 +127,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        # `hpml report` is one short process: the collector stays paused while the tables are built too, where
-        # each of its passes would walk every loaded document again (docs/results/report-speed.md).
-        with cycle_collection_paused():
+    # `hpml report` is one short process: the collector stays paused while the tables are built and written
+    # too, where each of its passes would walk every loaded document again (docs/results/report-speed.md).
+    with cycle_collection_paused():
+        try:
             report = build_report(args.dir)
-    except ReportError as error:
-        print(f"hpml: error: {error}", file=sys.stderr)
-        return 2
-    print(report.markdown, end="")
-    written = write_report(report, args.out or args.dir / "report")
+        except ReportError as error:
+            print(f"hpml: error: {error}", file=sys.stderr)
+            return 2
+        print(report.markdown, end="")
+        written = write_report(report, args.out or args.dir / "report")
     print(f"\nhpml: wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
     return 0
 

@@ -28,8 +28,8 @@ import orjson
 
 from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
 from contract.result_schema import ResultCheck, validate_result
-from analysis.inventory import Inventory, take_inventory
-from contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir
+from analysis.inventory import Inventory, path_order, take_inventory
+from contract.sweep_layout import POINTS_DIR, RESULT_FILE, STATE_FILE, point_dir
 
 
 @dataclass(frozen=True)
@@ -74,16 +74,17 @@ def read_json_file(path: Path, limit: int = RESULT_LIMIT) -> Tuple[Optional[Any]
         return None, str(error)
 
 
-def parse_result(path: Path, checks: Optional[Mapping[str, ResultCheck]] = None
+def parse_result(path: str | Path, checks: Optional[Mapping[str, ResultCheck]] = None
                  ) -> Tuple[Optional[Dict[str, Any]], List[Problem]]:
     """The row of one result.json, or the problems that keep it out."""
     doc, why = read_json_file(path)
     if why is not None:
-        return None, [Problem(path, why)]
+        return None, [Problem(Path(path), why)]
     errors = validate_result(doc, checks)
     if errors:
-        return None, [Problem(path, error) for error in errors]
-    return {**doc, "path": str(path)}, []
+        return None, [Problem(Path(path), error) for error in errors]
+    doc["path"] = str(path)  # the document is this reader's own: no copy
+    return doc, []
 
 
 def _job_state(folder: Path) -> str:
@@ -134,18 +135,17 @@ def _not_listed(manifest: Optional[Dict[int, List[str]]], has_manifest: bool) ->
     return "not in the manifest" if manifest is not None else "manifest.json unreadable"
 
 
-def unread_points(inventory: Inventory, problems: List[Problem]) -> List[Path]:
+def unread_points(inventory: Inventory, problems: List[Problem]) -> List[str]:
     """Every point a sweep knows (its manifest lists it, or its points/ folder has a folder for it) whose
     result.json the walk did not meet: a missing result is a Problem here; one that exists after all (its
     point folder is a link, which the walk does not enter) is returned, to be read like the others."""
     walked = set(inventory.results)
-    listed = {path.parent: _manifest_overrides(path, problems) for path in inventory.manifests}
-    extra: List[Path] = []
-    for sweep_dir in sorted(set(listed) | set(inventory.point_folders)):
+    listed = {os.path.dirname(path): _manifest_overrides(Path(path), problems) for path in inventory.manifests}
+    extra: List[str] = []
+    for sweep_dir in sorted(set(listed) | set(inventory.point_folders), key=path_order):
         overrides = listed.get(sweep_dir) or {}
         for point in sorted(set(overrides) | inventory.point_folders.get(sweep_dir, set())):
-            folder = point_dir(sweep_dir, point)
-            path = folder / RESULT_FILE
+            path = os.path.join(sweep_dir, POINTS_DIR, str(point), RESULT_FILE)
             if path in walked:
                 continue
             if os.path.lexists(path):
@@ -153,7 +153,8 @@ def unread_points(inventory: Inventory, problems: List[Problem]) -> List[Path]:
                 continue
             listing = (" ".join(overrides[point]) or "no overrides") if point in overrides else \
                 _not_listed(listed.get(sweep_dir), sweep_dir in listed)
-            problems.append(Problem(path, f"missing result ({listing}; {_job_state(folder)})"))
+            folder = point_dir(sweep_dir, point)
+            problems.append(Problem(folder / RESULT_FILE, f"missing result ({listing}; {_job_state(folder)})"))
     return extra
 
 
@@ -179,7 +180,7 @@ def load_results(root: str | Path, checks: Optional[Mapping[str, ResultCheck]] =
     loaded = LoadedResults()
     inventory = take_inventory(Path(root))
     missing: List[Problem] = []
-    paths = sorted(inventory.results + unread_points(inventory, missing))
+    paths = sorted(inventory.results + unread_points(inventory, missing), key=path_order)
     loaded.files_found = len(paths)
     with cycle_collection_paused():
         for row, problems in (parse_result(path, checks) for path in paths):

@@ -84,6 +84,11 @@ def _caption(section: Section) -> str:
 def write_sections(sections: Sequence[Section], out_dir: Path) -> List[Path]:
     """<name>.csv and <name>.tex per table name (when it has rows), and each figure that draws; in the order
     of first appearance."""
+    return write_tables(sections, out_dir) + draw_figures(sections, out_dir)
+
+
+def write_tables(sections: Sequence[Section], out_dir: Path) -> List[Path]:
+    """<name>.csv and <name>.tex per table name (when it has rows), in the order of first appearance."""
     out_dir.mkdir(parents=True, exist_ok=True)
     by_name: Dict[str, List[tuple]] = {}
     for section in sections:
@@ -100,10 +105,11 @@ def write_sections(sections: Sequence[Section], out_dir: Path) -> List[Path]:
             latex_table(table.headers, table.rows, caption=_caption(section), label=f"tab:{name}-{i}")
             for i, (section, table) in enumerate(entries)))
         written += [csv_path, tex_path]
-    for section in sections:
-        for figure in section.figures:
-            path = out_dir / figure.file
-            if figure.draw(path):
-                written.append(path)
     return written
 
+
+def draw_figures(sections: Sequence[Section], out_dir: Path) -> List[Path]:
+    """Each figure that draws (its draw function returns True), in order."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [out_dir / figure.file for section in sections for figure in section.figures
+            if figure.draw(out_dir / figure.file)]

@@ -154,6 +154,8 @@ def is_missing(value: Any) -> bool:
 def differing_labels(configurations: Mapping[str, Mapping[str, Any]], strip: str = "workload.") -> Dict[str, str]:
     """{configuration id: its items (dotted key -> value)} -> {id: "key=value ..." of the keys whose values
     differ between the configurations, `strip` removed from the key}; "" for each when there is only one."""
+    if len(configurations) < 2:  # nothing can differ (and 5,000 one-configuration sweeps cost no json.dumps)
+        return {key: "" for key in configurations}
     names = sorted({name for items in configurations.values() for name in items})
     varying = [name for name in names
                if len({json.dumps(items.get(name), sort_keys=True, default=str)

@@ -70,6 +70,21 @@ def _refuse_if_not_regular(path: str | Path, mode: int) -> None:
         raise DamagedFile(f"not a regular file ({kind_of(mode)}{link}); refused")
 
 
+def _read_up_to(fd: int, limit: int, expected: int) -> bytes:
+    """The file's bytes up to its end, but never more than limit + 1 (one more than allowed: a file that grew
+    after fstat is still caught). os.read, not a file object: half the cost per file over 10,000 results;
+    the first read asks for the size fstat gave, the next ones for 64 KiB more until the end."""
+    chunks, total, want = [], 0, min(expected, limit) + 1
+    while total <= limit:
+        chunk = os.read(fd, min(want, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 64 * 1024
+    return b"".join(chunks)
+
+
 def read_bytes_bounded(path: str | Path, limit: int) -> bytes:
     """The bytes of a regular file of at most `limit` bytes. Raises FileNotFoundError when nothing is there,
     DamagedFile otherwise: a link that leads nowhere is damage, not absence (someone put it there), and
@@ -90,8 +105,7 @@ def read_bytes_bounded(path: str | Path, limit: int) -> bytes:
         _refuse_if_not_regular(path, info.st_mode)
         if info.st_size > limit:
             raise DamagedFile(f"{info.st_size} bytes, over the {limit // MiB} MiB limit for this file; refused")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(limit + 1)  # +1: a file that grew after fstat is still caught
+        data = _read_up_to(fd, limit, info.st_size)
     except OSError as error:
         raise DamagedFile(f"unreadable: {error.strerror or error}") from None
     finally:

@@ -1,5 +1,6 @@
 """busbw against the message size (log2 axis), one line per result (N, impl), the link's per-direction peak
-as a horizontal dotted line; one panel per sweep. Drawing only: the numbers are analysis.allreduce.tables'.
+as a horizontal dotted line; one panel per sweep (the first analysis.figures.MAX_PANELS). Drawing only: the
+numbers are analysis.allreduce.tables'.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import List, Tuple
 
 import pandas as pd
 
-from analysis.figures import panels, save, worth_drawing
+from analysis.figures import first_panels, panels, save, worth_drawing
 
 
 def size_text(nbytes: int) -> str:
@@ -33,7 +34,7 @@ def busbw_plot(table: pd.DataFrame, path: Path) -> bool:
     has two message sizes."""
     if not worth_drawing((line for _, line in table.groupby(["sweep"] + LINE_KEYS)), "bytes"):
         return False
-    sweeps = sorted(table["sweep"].unique())
+    sweeps, note = first_panels(sorted(table["sweep"].unique()))
     plt, fig, axes = panels(len(sweeps))
     for ax, sweep in zip(axes, sweeps):
         rows = table[table["sweep"] == sweep]
@@ -53,4 +54,6 @@ def busbw_plot(table: pd.DataFrame, path: Path) -> bool:
         ax.set_title(f"{sweep}: all-reduce bus bandwidth")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
+    if note:
+        fig.suptitle(note, fontsize="small")
     return save(plt, fig, path)

@@ -1,5 +1,6 @@
 """images/s (ours: median of the per-iteration sum over ranks) against the number of GPUs, one line per
-configuration, its ideal line (baseline x N / N_base) dashed in the same colour, from 0; one panel per sweep.
+configuration, its ideal line (baseline x N / N_base) dashed in the same colour, from 0; one panel per sweep
+(the first analysis.figures.MAX_PANELS).
 Drawing only: the numbers are analysis.synthetic.tables'.
 """
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.figures import panels, save, worth_drawing
+from analysis.figures import first_panels, panels, save, worth_drawing
 
 
 LINE_KEYS = ["sweep", "label", "scaling"]
@@ -20,7 +21,7 @@ def throughput_plot(table: pd.DataFrame, path: Path) -> bool:
     run at two GPU counts or more."""
     if not worth_drawing((line for _, line in table.groupby(LINE_KEYS)), "world_size"):
         return False
-    sweeps = sorted(table["sweep"].unique())
+    sweeps, note = first_panels(sorted(table["sweep"].unique()))
     plt, fig, axes = panels(len(sweeps))
     for ax, sweep in zip(axes, sweeps):
         colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 10)
@@ -38,4 +39,6 @@ def throughput_plot(table: pd.DataFrame, path: Path) -> bool:
         ax.set_title(f"{sweep}: synthetic benchmark throughput")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
+    if note:
+        fig.suptitle(note, fontsize="small")
     return save(plt, fig, path)

@@ -3,7 +3,8 @@
 One line per (study group, fixed batch: per device for weak scaling, global for strong) from
 analysis.train.tables' time table (its `speedup` column: total epoch time, t_base / t_N); rows that do not
 fit are left out. Nothing is drawn unless some line has two points or more (one dot is no scaling curve). The dashed line is ideal
-scaling, N / N_base. matplotlib's Agg backend: no display needed.
+scaling, N / N_base. Past analysis.figures.MAX_LINES lines, one summary per scaling mode instead (median and
+min-max band per device count). matplotlib's Agg backend: no display needed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ def speedup_png(table: pd.DataFrame, path: Path, labels: Dict[str, str], title: 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
-    for (group, scaling, batch), line in rows.groupby(LINE_KEYS, sort=True):
+    count = len(rows.drop_duplicates(LINE_KEYS))
+    if count > figures.MAX_LINES:  # 5,000 sweeps drew 5,000 lines nobody could tell apart: summarize
+        for scaling, members in rows.groupby("scaling", sort=True):
+            figures.summary_line(ax, members, "devices", "speedup", len(members.drop_duplicates(LINE_KEYS)),
+                                 f"{scaling} scaling")
+        title = f"{title}\n{count} lines summarized (every line in scaling.csv)"
+    for (group, scaling, batch), line in rows.groupby(LINE_KEYS, sort=True) if count <= figures.MAX_LINES else []:
         line = line.sort_values("devices")
         batch_text = f"batch {batch}/device" if scaling == "weak" else f"global batch {batch}"
         name = " ".join(part for part in (labels.get(group, ""), batch_text) if part)

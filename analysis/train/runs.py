@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
-from analysis.configuration import configuration_items, items_key
+from analysis.configuration import configuration_group
 from contract.result_format import timed_epoch_indices
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer")
@@ -38,7 +38,7 @@ def is_train_run(doc: Mapping[str, Any]) -> bool:
 
 
 def group_items(config: Mapping[str, Any]) -> Dict[str, Any]:
-    return {k: v for k, v in configuration_items(config).items() if k not in NOT_GROUP}
+    return configuration_group(config, NOT_GROUP)[0]
 
 
 def devices_of(config: Mapping[str, Any]) -> int:
@@ -66,10 +66,10 @@ def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     config, m = doc["config"], doc["measurements"]
     w = config["workload"]
     devices, per_device = devices_of(config), per_device_batch_of(config)
-    items = group_items(config)
+    items, key = configuration_group(config, NOT_GROUP)  # looked up, not recomputed, for a repeated configuration
     record: Dict[str, Any] = {
         "path": doc["path"], "sweep": doc["identity"]["sweep"], "repeat": doc["identity"]["repeat"],
-        "status": doc["status"], "reason": doc["reason"], "group_key": items_key(items), "group_items": items,
+        "status": doc["status"], "reason": doc["reason"], "group_key": key, "group_items": items,
         "parallel": w.get("parallel", "ddp"), "scaling": w["scaling"], "model": w["model"],
         "precision": w.get("precision", "fp32"), "devices": devices, "nodes": config["resources"]["nodes"],
         "workers_per_node": config["resources"]["workers_per_node"],

@@ -14,8 +14,9 @@ from typing import Any, Dict, List, Tuple
 import pandas as pd
 
 from analysis.sections import Figure, Section, Table
-from analysis.stats import differing_labels, efficiency_header, is_missing
+from analysis.stats import EFFICIENCY_RULES, differing_labels, efficiency_header, is_missing
 from analysis.train import tables as tt
+from analysis.train.many import combined_section, many_groups
 from analysis.train.plots import speedup_png
 
 SCALING_LINES = {
@@ -59,6 +60,9 @@ def _groups(frame: pd.DataFrame) -> List[Tuple[Tuple[str, str], pd.DataFrame]]:
 
 
 def time_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    if many_groups(table):
+        return [combined_section("scaling", "Epoch time and speedup", TIME_INTRO_MANY, ["scaling"] + TIME_HEADERS
+                                 + [EFFICIENCY_MANY], lambda r: [r["scaling"]] + _time_row(r), table, labels)]
     sections = []
     for (sweep, key), rows in _groups(table):
         first = rows.iloc[0]
@@ -71,28 +75,38 @@ def time_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
                  "lasts as long as its slowest rank; total = wall clock, train = h2d + forward + backward + "
                  "optimizer (data loading excluded). Step time: rank 0's steps of the timed epochs. Throughput: "
                  "samples of the timed epochs / their total time.")
-        headers = ["per-device batch", "N", "nodes × workers/node", "global batch", "runs",
-                   "total epoch [s] (mean ± std, n)", "train epoch [s]", "step time [ms] (mean / median, n)",
-                   "throughput [samples/s]", "speedup (total)", "speedup (train)",
-                   efficiency_header(first["scaling"], "step time")]
-        body = []
-        for r in rows.to_dict("records"):
-            shape = f"{r['nodes']} × {r['workers_per_node']}"
-            if not r["fits"]:
-                body.append([r["per_device_batch"], r["devices"], shape, r["global_batch"],
-                             f"0 ({r['oom_runs']} oom)", "does not fit (out of memory)", "—", "—", "—", "—", "—", "—"])
-                continue
-            train = ("—" if is_missing(r["train_epoch_mean_s"])
-                     else _mean_std(r["train_epoch_mean_s"], r["train_epoch_std_s"], r["n"]))
-            body.append([r["per_device_batch"], r["devices"], shape, r["global_batch"], r["runs"],
-                         _mean_std(r["total_epoch_mean_s"], r["total_epoch_std_s"], r["n"]), train,
-                         f"{_ms(r['step_mean_s'])} / {_ms(r['step_median_s'])} (n={r['step_n']})",
-                         f"{r['samples_per_s']:.1f}", _num(r["speedup"], ".2f"), _num(r["train_speedup"], ".2f"),
-                         _num(r["efficiency"] * 100, ".1f") + " %"])
+        headers = TIME_HEADERS + [efficiency_header(first["scaling"], "step time")]
+        body = [_time_row(r) for r in rows.to_dict("records")]
         name = f"{sweep} · {first['parallel']} · {first['model']} · {first['precision']}"
         sections.append(_table_section("scaling", f"Epoch time and speedup: {name} {labels.get(key, '')}".rstrip(),
                                        intro, headers, body, rows))
     return sections
+
+
+TIME_INTRO_MANY = ("Weak scaling: per-device batch fixed; strong scaling: global batch fixed. Baseline: for each "
+                   "configuration and fixed batch, its smallest N (fewest nodes first), same parallel mode. "
+                   "Speedup = t_base / t_N of the epoch time; never across batch sizes. Epoch times: mean ± "
+                   "sample std (ddof=1; 0 when n = 1) of the timed epochs pooled over repeats (n), epoch 1 dropped; "
+                   "total = wall clock, train = h2d + forward + backward + optimizer. Step time: rank 0's steps "
+                   "of the timed epochs. Throughput: samples of the timed epochs / their total time.")
+EFFICIENCY_MANY = f"efficiency (weak: step time {EFFICIENCY_RULES['weak']}; strong: {EFFICIENCY_RULES['strong']})"
+TIME_HEADERS = ["per-device batch", "N", "nodes × workers/node", "global batch", "runs",
+                "total epoch [s] (mean ± std, n)", "train epoch [s]", "step time [ms] (mean / median, n)",
+                "throughput [samples/s]", "speedup (total)", "speedup (train)"]  # + the efficiency column
+
+
+def _time_row(r: Dict[str, Any]) -> List[Any]:
+    shape = f"{r['nodes']} × {r['workers_per_node']}"
+    if not r["fits"]:
+        return [r["per_device_batch"], r["devices"], shape, r["global_batch"],
+                f"0 ({r['oom_runs']} oom)", "does not fit (out of memory)", "—", "—", "—", "—", "—", "—"]
+    train = ("—" if is_missing(r["train_epoch_mean_s"])
+             else _mean_std(r["train_epoch_mean_s"], r["train_epoch_std_s"], r["n"]))
+    return [r["per_device_batch"], r["devices"], shape, r["global_batch"], r["runs"],
+            _mean_std(r["total_epoch_mean_s"], r["total_epoch_std_s"], r["n"]), train,
+            f"{_ms(r['step_mean_s'])} / {_ms(r['step_median_s'])} (n={r['step_n']})",
+            f"{r['samples_per_s']:.1f}", _num(r["speedup"], ".2f"), _num(r["train_speedup"], ".2f"),
+            _num(r["efficiency"] * 100, ".1f") + " %"]
 
 
 # What the phase "data" measures on each data path (measurements.data_placement; workloads/train/phases.py)
@@ -114,19 +128,28 @@ def phase_intro(paths: List[str]) -> str:
 
 
 def phase_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
+    if many_groups(table):
+        return [combined_section("train_phases", "Where a step's time goes",
+                                 phase_intro(list(dict.fromkeys(table["data_placement"]))), PHASE_HEADERS,
+                                 _phase_row, table, labels)]
     sections = []
     for (sweep, key), rows in _groups(table):
         intro = phase_intro(list(dict.fromkeys(rows["data_placement"])))
-        headers = ["data path", "per-device batch", "N", "steps (n)"] + [f"{p} [ms]" for p in tt.PHASES] + \
-            ["train step [ms]", "train epoch [s]", "total epoch [s]"]
-        body = [[r["data_placement"], r["per_device_batch"], r["devices"], r["step_n"]]
-                + [_ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
-                + [_ms(r["train_step_mean_s"]), f"{r['train_epoch_mean_s']:.3f}", f"{r['total_epoch_mean_s']:.3f}"]
-                for r in rows.to_dict("records")]
+        body = [_phase_row(r) for r in rows.to_dict("records")]
         parallel = rows.iloc[0]["parallel"]
         sections.append(_table_section("train_phases", f"Where a step's time goes: {sweep} · {parallel} "
-                                       f"{labels.get(key, '')}".rstrip(), intro, headers, body, rows))
+                                       f"{labels.get(key, '')}".rstrip(), intro, PHASE_HEADERS, body, rows))
     return sections
+
+
+PHASE_HEADERS = (["data path", "per-device batch", "N", "steps (n)"] + [f"{p} [ms]" for p in tt.PHASES]
+                 + ["train step [ms]", "train epoch [s]", "total epoch [s]"])
+
+
+def _phase_row(r: Dict[str, Any]) -> List[Any]:
+    return ([r["data_placement"], r["per_device_batch"], r["devices"], r["step_n"]]
+            + [_ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
+            + [_ms(r["train_step_mean_s"]), f"{r['train_epoch_mean_s']:.3f}", f"{r['total_epoch_mean_s']:.3f}"])
 
 
 def comm_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:

@@ -1,0 +1,127 @@
+"""Reports over many sweeps stay readable and fast (issue 25, item 4): past MAX_GROUP_TABLES configurations
+the per-configuration tables become one table (same CSV), a plot past MAX_LINES lines becomes a summary,
+a figure past MAX_PANELS sweeps draws the first ones and says so, and the figures are drawn in a child
+process while the tables are written. Real results through the real report; real matplotlib; a real fork.
+(The timing itself: tools/report_benchmark.py, docs/results/report-speed.md.)"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+from analysis import figures
+from analysis.figures_aside import FigureProcessError, draw_figures_aside
+from analysis.report import build_report, write_report
+from analysis.sections import Figure, Section
+from analysis.train.many import MAX_GROUP_TABLES
+from analysis.train.runs import train_run
+from tests.factories import write_manifest, write_result
+from tests.factories.train import study_result
+
+# analysis.train re-exports a function named `sections`, which hides the module of that name
+train_sections = importlib.import_module("analysis.train.sections")
+
+
+def sweeps_of_two_points(root: Path, count: int) -> None:
+    """`count` sweeps, each 1 and 2 workers at batch 32, each its own learning rate (so its own configuration:
+    a speedup line of two points per sweep)."""
+    for index in range(count):
+        sweep_dir = root / f"s{index:03d}"
+        write_manifest(sweep_dir, points=[0, 1], sweep=f"s{index:03d}")
+        for point, workers in ((0, 1), (1, 2)):
+            scale = 1 + index / 100
+            doc = study_result(point, workers=workers, sweep=f"s{index:03d}",
+                               total=(9.0, 4.0 * scale / workers, 4.0 * scale / workers))
+            doc["config"]["workload"]["lr"] = 0.1 + index / 1000
+            write_result(sweep_dir, doc)
+
+
+def csv_rows(path: Path) -> list:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_few_configurations_keep_one_table_each(tmp_path):
+    sweeps_of_two_points(tmp_path, MAX_GROUP_TABLES)
+    report = build_report(tmp_path)
+    titles = [s.title for s in report.sections if s.tables and s.tables[0].name == "scaling"]
+    assert len(titles) == MAX_GROUP_TABLES and titles[0].startswith("Epoch time and speedup: s000")
+
+
+def test_many_configurations_share_one_table_with_the_same_csv(tmp_path):
+    sweeps_of_two_points(tmp_path, MAX_GROUP_TABLES + 1)
+    report = build_report(tmp_path)
+    scaling = [s for s in report.sections if s.tables and s.tables[0].name == "scaling"]
+    assert [s.title for s in scaling] == [f"Epoch time and speedup: {MAX_GROUP_TABLES + 1} configurations"]
+    table = scaling[0].tables[0]
+    assert table.headers[:2] == ["configuration", "scaling"] and len(table.rows) == 2 * (MAX_GROUP_TABLES + 1)
+    assert table.rows[0][0] == "s000 · ddp · resnet18 · fp32" and table.rows[-1][0].startswith("s020 · ")
+    speedup = table.headers.index("speedup (total)")
+    assert [row[speedup] for row in table.rows[:2]] == ["1.00", "2.00"]  # within its own sweep only
+    phases = [s for s in report.sections if s.tables and s.tables[0].name == "train_phases"]
+    assert len(phases) == 1 and phases[0].tables[0].headers[0] == "configuration"
+
+    written = write_report(report, tmp_path / "report")
+
+    rows = csv_rows(tmp_path / "report" / "scaling.csv")
+    assert len(rows) == 2 * (MAX_GROUP_TABLES + 1) and [r["sweep"] for r in rows[:3]] == ["s000", "s000", "s001"]
+    assert (tmp_path / "report" / "speedup.png") in written
+
+
+def test_a_plot_past_max_lines_draws_a_summary_and_says_so(tmp_path, monkeypatch):
+    sweeps_of_two_points(tmp_path, figures.MAX_LINES + 1)
+    time = train_sections.tt.time_table([train_run(doc) for doc in build_report(tmp_path).loaded.rows])
+    drawn = {}
+    real_save = figures.save
+
+    def keep_axes(plt, fig, path):  # look at what was drawn, then save it as usual
+        drawn["labels"] = [line.get_label() for line in fig.axes[0].get_lines()]
+        drawn["title"] = fig.axes[0].get_title()
+        return real_save(plt, fig, path)
+
+    monkeypatch.setattr(figures, "save", keep_axes)
+    assert train_sections.speedup_png(time, tmp_path / "speedup.png", {}, "Speedup")
+    assert drawn["labels"] == [f"weak scaling: median of {figures.MAX_LINES + 1} lines", "ideal (N / N_base)"]
+    assert drawn["title"] == f"Speedup\n{figures.MAX_LINES + 1} lines summarized (every line in scaling.csv)"
+
+
+def test_at_most_max_panels_are_drawn():
+    kept, note = figures.first_panels([f"s{i}" for i in range(figures.MAX_PANELS + 3)])
+    assert kept == [f"s{i}" for i in range(figures.MAX_PANELS)]
+    assert note == f"first {figures.MAX_PANELS} of {figures.MAX_PANELS + 3} sweeps drawn; every sweep is in the CSV"
+    assert figures.first_panels(["a", "b"]) == (["a", "b"], "")
+
+
+def writes(text: str):
+    def draw(path: Path) -> bool:
+        path.write_text(f"{text} from {os.getpid()}")
+        return True
+    return draw
+
+
+def fails(path: Path) -> bool:
+    raise ValueError("a figure that cannot be drawn")
+
+
+def test_figures_are_drawn_in_a_child_process_while_the_parent_goes_on(tmp_path):
+    sections = [Section("a", figures=[Figure("a.png", writes("a")), Figure("none.png", lambda path: False)]),
+                Section("b", figures=[Figure("b.png", writes("b"))])]
+    wait = draw_figures_aside(sections, tmp_path)
+    assert wait() == [tmp_path / "a.png", tmp_path / "b.png"]
+    assert (tmp_path / "a.png").read_text() != f"a from {os.getpid()}"  # another process drew it
+    assert not (tmp_path / "none.png").exists()
+
+
+def test_a_figure_that_fails_in_the_child_fails_the_report(tmp_path, capfd):
+    wait = draw_figures_aside([Section("a", figures=[Figure("a.png", fails)])], tmp_path)
+    with pytest.raises(FigureProcessError, match="drawing the figures failed"):
+        wait()
+    assert "ValueError: a figure that cannot be drawn" in capfd.readouterr().err
+
+
+def test_without_figures_nothing_is_forked(tmp_path):
+    assert draw_figures_aside([Section("a")], tmp_path)() == []
