@@ -32,7 +32,7 @@ STAGE_HEADERS = ["stage", "runs (n)", "top-1 [%] mean ± std", "[min, max]", "Δ
 SCALE_HEADERS = ["layer", "kind", "weights", "r (output)", "weight r", "s_w", "s_in", "s_out", "bias scale s_in·s_w",
                  "requantize", "M = s_in·s_w/s_out", "M0", "shift", "int32 bound"]
 CHECK_HEADERS = ["tensor", "dtype", "allowed", "observed [min, max]", "values", "clipped", "runs in range",
-                 "max |acc| / int32 bound"]
+                 "max abs accumulator / int32 bound"]
 STAGE_LABELS = {"float": "float", "w8": "W8", "w8a8": "W8A8", "w8a8b32": "W8A8B32", "integer": "integer-only",
                 "torch_ao_own": "torch.ao own", "torch_ao_hpml": "torch.ao, hpml's scales"}
 BAR_HEADERS = ["bar", "difference of means [points]", "verdict"]
