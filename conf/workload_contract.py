@@ -104,3 +104,11 @@ def check_strong_scaling_batch(batch_size: int, scaling: Scaling, world_size: in
     if scaling == Scaling.strong:
         require(batch_size % world_size == 0, "workload.batch_size",
                 f"a multiple of the world size {world_size} when workload.scaling=strong", batch_size)
+
+
+def check_one_process(resources: ResourcesConfig, why: str) -> None:
+    """Workloads that run in one process (paleo, quantize): one worker on one node, or one line naming the key;
+    `why` completes "1 on 1 node (...)"."""
+    require(resources.world_size == 1, "resources.workers_per_node", f"1 on 1 node ({why})",
+            resources.workers_per_node if resources.nodes == 1 else f"{resources.workers_per_node} on "
+                                                                    f"{resources.nodes} nodes")

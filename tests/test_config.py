@@ -71,10 +71,12 @@ def test_strong_scaling_needs_a_global_batch_divisible_by_the_workers(compose_va
     ("workload.epochs=abc", "hpml: error: workload.epochs: Value 'abc' of type 'str' could not be converted to Integer"),
     ("workload=nope", "hpml: error: no config 'workload/nope'; available options: "),
     ("resources.nodes=0", "hpml: error: resources.nodes=0 is not allowed: an integer >= 1"),
-    ("workload.model=resnet19", "hpml: error: workload.model=resnet19: neither one of hpml's models (hpml_cnn) nor a torchvision "
+    ("workload.model=resnet19", "hpml: error: workload.model=resnet19: neither one of hpml's models (hpml_cnn, "
+     "cifar_resnet8, cifar_resnet20, cifar_resnet32, cifar_resnet44, cifar_resnet56, cifar_resnet110) nor a torchvision "
      "classification model"),
     ("workload.dataset=cifar10", "hpml: error: workload.data_root=None is not allowed"),
 ])
+@pytest.mark.serial  # times the refusal
 def test_bad_override_fails_fast_with_one_line_and_submits_nothing(hpml, tmp_path, override, expected):
     start = time.perf_counter()
     done = hpml("launch", "-m", "resources.workers_per_node=1,2", override)

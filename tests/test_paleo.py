@@ -76,13 +76,15 @@ def test_bad_values_name_the_field(compose_values, overrides, message):
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("workload.model=vgg91", "hpml: error: workload.model=vgg91: neither one of hpml's models (hpml_cnn) nor a "
-                             "torchvision classification model"),
+    ("workload.model=vgg91", "hpml: error: workload.model=vgg91: neither one of hpml's models (hpml_cnn, "
+                             "cifar_resnet8, cifar_resnet20, cifar_resnet32, cifar_resnet44, cifar_resnet56, "
+                             "cifar_resnet110) nor a torchvision classification model"),
     ("workload.batch_size=0", "hpml: error: workload.batch_size=0 is not allowed: an integer >= 1"),
     ("workload.dtype=float64", "hpml: error: workload.dtype: Invalid value 'float64', expected one of "
                                "[float32, bfloat16, float16]"),
     ("workload.tf32=true", "hpml: error: workload.tf32=True is not allowed: false on the CPU"),
 ])
+@pytest.mark.serial  # times the refusal
 def test_a_bad_override_is_one_line_and_nothing_is_written(hpml, tmp_path, override, expected):
     start = time.perf_counter()
     done = hpml("launch", "experiment=tiny/paleo", override)

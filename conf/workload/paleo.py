@@ -16,7 +16,7 @@ from conf.hardware.gpu_peaks import PEAKS
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
-from conf.workload_contract import WorkloadConfig
+from conf.workload_contract import WorkloadConfig, check_one_process
 
 
 @dataclass
@@ -66,10 +66,7 @@ class PaleoConfig(WorkloadConfig):
 
     def check_resources(self, resources: ResourcesConfig) -> None:
         super().check_resources(resources)
-        require(resources.world_size == 1, "resources.workers_per_node",
-                "1 on 1 node (workload paleo times the layers of one device; sweep points for more devices)",
-                resources.workers_per_node if resources.nodes == 1 else f"{resources.workers_per_node} on "
-                                                                        f"{resources.nodes} nodes")
+        check_one_process(resources, "workload paleo times the layers of one device; sweep points for more devices")
         require(not self.tf32 or not self.runs_on_cpu(resources), "workload.tf32",
                 "false on the CPU (TF32 is a mode of NVIDIA tensor cores)", self.tf32)
 

@@ -18,7 +18,7 @@ from typing import List, Optional
 
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
-from conf.workload_contract import WorkloadConfig
+from conf.workload_contract import WorkloadConfig, check_one_process
 
 # The networks the workload can quantize: chains of convolutions and linear layers (batch norm folded into the
 # convolution before it), ReLU, max- and average-pooling (workloads/quantize/plan.py). hw5_cnn: the homework's
@@ -111,10 +111,7 @@ class QuantizeConfig(WorkloadConfig):
 
     def check_resources(self, resources: ResourcesConfig) -> None:
         super().check_resources(resources)
-        require(resources.world_size == 1, "resources.workers_per_node",
-                "1 on 1 node (workload quantize evaluates its stages in one process; sweep sweep.seed for repeats)",
-                resources.workers_per_node if resources.nodes == 1 else f"{resources.workers_per_node} on "
-                                                                        f"{resources.nodes} nodes")
+        check_one_process(resources, "workload quantize evaluates its stages in one process; sweep sweep.seed for repeats")
         require(self.runs_on_cpu(resources), "workload.device",
                 "cpu (or auto with resources.gpus_per_node=0): the int8 kernels it compares with are CPU kernels",
                 self.device.value)
