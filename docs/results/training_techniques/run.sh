@@ -3,6 +3,8 @@
 # checkpointing on ResNet-50 at 224x224, and (part "utilization") the GPU-utilization settings on the digits
 # enlarged to 50,000 training images. From the repository root, with $OUT set:
 #   bash docs/results/training_techniques/run.sh <label> [profile,precision,ckpt,utilization]
+# Run one part per device call where a part may take minutes (utilization: 9 points, 2 epochs of 50,000 images);
+# each launch stops after LAUNCH_LIMIT_S (default 480) and whatever finished is packed.
 # Results land as $OUT/<label>-<part>.tgz (the sweeps' results, logs and telemetry; models dropped).
 set -euo pipefail
 label=$1
@@ -15,7 +17,8 @@ data=/tmp/hpml-digits  # one path on every machine (the report drops data_root f
 
 launch() {  # part, then the launch's arguments
     local part=$1; shift
-    "${hpml[@]}" launch "$@" sweep.name="${part}_$label" sweep.root="$OUT/sweeps-$part" 2>&1 \
+    # stopped after LAUNCH_LIMIT_S so that what finished is still packed below (the device's command limit is 600 s)
+    timeout "${LAUNCH_LIMIT_S:-480}" "${hpml[@]}" launch "$@" sweep.name="${part}_$label" sweep.root="$OUT/sweeps-$part" 2>&1 \
         | grep -v '^\[rank 0\]' || echo "hpml launch of $part failed: its results are kept as they are"
     rm -f "$OUT/sweeps-$part/latest"
     find "$OUT/sweeps-$part" -name model.pt -delete
