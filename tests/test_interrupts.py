@@ -9,8 +9,13 @@ import os
 import signal
 import time
 
+import pytest
+
 from tests.conftest import run_hpml
 from tests.sweep_processes import digest, processes_of, start_launch, state, status_rows, sweep_of, wait_for, worker_pids
+
+# Signals and bounds in seconds: alone on the machine, after tests/run.sh's parallel pass
+pytestmark = pytest.mark.serial
 
 STOP_BOUND_S = 20  # Ctrl-C to exit: torchrun's SIGTERM to its workers, state.json written
 ORPHAN_BOUND_S = 10  # SIGKILL of the group to the last process gone: parent-death signals are immediate

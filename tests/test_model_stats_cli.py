@@ -24,6 +24,7 @@ def hpml(*args):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.serial  # times the command
 def test_vgg19_runs_in_seconds_from_the_command_line(tmp_path):
     start = time.perf_counter()
     result = run_hpml(["model-stats", "vgg19", "--no-bias"], cwd=REPO, timeout=60)

@@ -20,7 +20,7 @@ import pytest
 
 from conf.workload.train import CIFAR10_FILES
 
-pytestmark = pytest.mark.slurm
+pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
 
 SMALL = ["workload.epochs=2", "workload.synthetic_samples=128", "workload.batch_size=32"]
 
@@ -308,6 +308,7 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpm
     assert interrupted["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(warm))
 
 
+@pytest.mark.serial  # times the submission: alone on the machine, in tests/run.sh's last pass
 def test_submitting_1000_points_takes_under_10_s(hpml, tmp_path):
     hpml("launch", "--cfg", "job")  # caches torchvision's model names, as any earlier launch would have
     start = time.perf_counter()

@@ -10,7 +10,7 @@ import pytest
 
 from test_slurm import slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
 
-pytestmark = pytest.mark.slurm
+pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
 
 
 def results_of(sweep):
