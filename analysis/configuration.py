@@ -37,7 +37,8 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
 # compact JSON text of its kept groups (orjson, ~10x cheaper than flattening, sorting and json.dumps again).
 # orjson writes NaN as null; a key whose value could be either is not one a Hydra config has (a typed field
 # is a float or optional, and NaN is no default).
-_SEEN: Dict[Tuple[Optional[bytes], Tuple[str, ...]], Tuple[Dict[str, Any], str]] = {}
+_FLAT: Dict[bytes, Dict[str, Any]] = {}  # the kept groups' text -> their flat items
+_SEEN: Dict[Tuple[bytes, Tuple[str, ...]], Tuple[Dict[str, Any], str]] = {}  # (text, dropped) -> items, key
 
 
 def _kept_groups(config: Mapping[str, Any]) -> Dict[str, Any]:
@@ -57,15 +58,16 @@ def configuration_group(config: Mapping[str, Any], dropped: Tuple[str, ...] = ()
     """(the configuration items without the keys in `dropped`, a new dict each call; their items_key)."""
     kept = _kept_groups(config)
     try:
-        text: Optional[bytes] = orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)
+        text = orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # what orjson cannot write (an integer past 64 bits) is worked out every time
-        text = None
-    found = _SEEN.get((text, dropped)) if text is not None else None
-    if found is None:
         items = {k: v for k, v in _flat_items(kept).items() if k not in dropped}
-        found = (items, items_key(items))
-        if text is not None:
-            _SEEN[(text, dropped)] = found
+        return items, items_key(items)
+    found = _SEEN.get((text, dropped))
+    if found is None:
+        if text not in _FLAT:  # flattened once per configuration, whatever the keys dropped
+            _FLAT[text] = _flat_items(kept)
+        items = {k: v for k, v in _FLAT[text].items() if k not in dropped}
+        found = _SEEN[(text, dropped)] = (items, items_key(items))
     return dict(found[0]), found[1]
 
 

@@ -25,6 +25,11 @@ import pandas as pd
 from analysis.latex import latex_table
 
 
+# Past this many configurations, a table kind that is one table per configuration becomes one table with the
+# configuration in its first column (issue 25: 5,000 sweeps made 10,000 tables nobody reads; same CSV rows).
+MAX_GROUP_TABLES = 20
+
+
 @dataclass
 class Table:
     """name: the file stem of its CSV and .tex; headers and rows: what a reader sees (rounded); frame: the

@@ -125,3 +125,30 @@ def test_a_figure_that_fails_in_the_child_fails_the_report(tmp_path, capfd):
 
 def test_without_figures_nothing_is_forked(tmp_path):
     assert draw_figures_aside([Section("a")], tmp_path)() == []
+
+
+def profile_record(sweep: str, loop_time_s=(1.5, 1.0)) -> dict:
+    """A training-techniques run record (analysis.techniques.runs) with a full phase profile, 2 epochs."""
+    return {
+        "sweep": sweep, "config_items": {"workload.model": "m"}, "config_key": "k", "epochs": 2, "timed": [1],
+        "step_time_s": [[0.5, 0.5], [0.3, 0.3]],
+        "phase_time_s": {"h2d": [[0.0, 0.0], [0.01, 0.01]], "forward": [[0.2, 0.2], [0.1, 0.1]],
+                         "backward": [[0.2, 0.2], [0.1, 0.1]], "optimizer": [[0.05, 0.05], [0.04, 0.04]]},
+        "loop_time_s": list(loop_time_s), "eval_time_s": [0.2, 0.3],
+    }
+
+
+def test_many_phase_profiles_share_one_table_and_keep_every_epoch_row():
+    from analysis.techniques.sections import profile_sections
+
+    records = [profile_record(f"s{i:02d}") for i in range(MAX_GROUP_TABLES)]
+    records.append(profile_record("s99", loop_time_s=(1.5, 0.7)))  # epoch 2's parts take 0.9 s of 0.7
+    head, combined = profile_sections(records)
+    assert combined.title == f"Phase profile: {MAX_GROUP_TABLES + 1} configurations"
+    table = combined.tables[0]
+    assert table.headers[0] == "configuration" and len(table.rows) == 3 * (MAX_GROUP_TABLES + 1)  # 2 epochs + timed
+    assert [row[:2] for row in table.rows[:3]] == [["s00", "1"], ["s00", "2"], ["s00", "timed"]]
+    assert list(table.frame.columns[:2]) == ["configuration", "epoch"] and len(table.frame) == len(table.rows)
+    assert "in: s99." in combined.after and [f.file for f in combined.figures] == ["phase_profile_1.png"]
+    few = profile_sections(records[:MAX_GROUP_TABLES])
+    assert len(few) == 1 + MAX_GROUP_TABLES and few[1].title == "Phase profile: s00"

@@ -41,8 +41,11 @@ def _known(records, key) -> List[float]:
 def groups(records: List[Mapping[str, Any]], keys) -> Dict[str, List[Mapping[str, Any]]]:
     """Records by their configuration without `keys` (what a comparison holds fixed)."""
     out: Dict[str, List[Mapping[str, Any]]] = {}
+    fixed: Dict[str, str] = {}  # config_key -> its key without `keys`: once per configuration, not per record
     for record in records:
-        out.setdefault(without_keys(record["config_items"], keys), []).append(record)
+        if record["config_key"] not in fixed:
+            fixed[record["config_key"]] = without_keys(record["config_items"], keys)
+        out.setdefault(fixed[record["config_key"]], []).append(record)
     return out
 
 

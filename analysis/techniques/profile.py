@@ -16,6 +16,7 @@ clock), which CONSISTENCY_TOLERANCE bounds and the report flags.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Mapping
 
 import pandas as pd
@@ -35,9 +36,11 @@ def epoch_profile(record: Mapping[str, Any], epoch: int) -> Dict[str, float]:
     return {"wall": wall, **parts}
 
 
-def profile_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
+def profile_rows(records: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """One configuration's runs -> one row per epoch (mean over the runs that ran it, n), then a row "timed" with
-    the sums over every run's timed epochs divided by the runs (the pie chart's numbers)."""
+    the sums over every run's timed epochs divided by the runs (the pie chart's numbers); each part also as a
+    share of the wall time. Plain Python: a report over thousands of configurations makes one DataFrame, not
+    one per configuration (issue 25)."""
     rows = []
     epochs = max(r["epochs"] for r in records)
     for epoch in range(epochs):
@@ -47,12 +50,17 @@ def profile_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
     timed = [[epoch_profile(r, e) for e in r["timed"]] for r in records]
     rows.append({"epoch": "timed", "runs": len(records),
                  **{k: sum(p[k] for run in timed for p in run) / len(records) for k in ("wall",) + PARTS}})
-    frame = pd.DataFrame(rows)
-    for part in PARTS:
-        frame[f"{part}_share"] = frame[part] / frame["wall"]
-    return frame
+    for row in rows:
+        row.update({f"{part}_share": row[part] / row["wall"] if row["wall"] else math.nan for part in PARTS})
+    return rows
 
 
-def inconsistent_epochs(frame: pd.DataFrame) -> List[str]:
+def profile_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
+    """profile_rows as a DataFrame (its CSV)."""
+    return pd.DataFrame(profile_rows(records))
+
+
+def inconsistent_epochs(profile: pd.DataFrame | List[Mapping[str, Any]]) -> List[str]:
     """The rows whose "other" is below -CONSISTENCY_TOLERANCE of the wall: the phases exceed the wall clock."""
-    return [row["epoch"] for row in frame.to_dict("records") if row["other_share"] < -CONSISTENCY_TOLERANCE]
+    rows = profile.to_dict("records") if isinstance(profile, pd.DataFrame) else profile
+    return [row["epoch"] for row in rows if row["other_share"] < -CONSISTENCY_TOLERANCE]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Mapping, Optional
 
-from analysis.configuration import configuration_items, items_key
+from analysis.configuration import configuration_group, items_key
 from analysis.train.runs import per_device_batch_of
 from contract.result_format import timed_epoch_indices
 
@@ -56,10 +56,10 @@ def technique_run(doc: Mapping[str, Any], with_telemetry: bool = False) -> Dict[
     epochs = len(m["epoch_time_s"])
     timed = timed_epoch_indices(epochs, m.get("cold_epochs", [0]))
     evaluation = m.get("evaluation") or {}
-    items = configuration_items(doc["config"])
+    items, key = configuration_group(doc["config"])  # looked up, not recomputed, for a repeated configuration
     record = {
         "sweep": doc["identity"]["sweep"], "path": doc.get("path"), "config_items": items,
-        "config_key": items_key(items), "precision": precision_label(doc),
+        "config_key": key, "precision": precision_label(doc),
         "activation_checkpointing": bool(m.get("activation_checkpointing", False)),
         "per_device_batch": per_device_batch_of(doc["config"]), "epochs": epochs, "timed": timed,
         "epoch_time_s": m["epoch_time_s"], "step_time_s": m.get("step_time_s"), "phase_time_s": m.get("phase_time_s"),

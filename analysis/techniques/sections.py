@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
+import pandas as pd
 
-from analysis.sections import Figure, Section, Table
+from analysis.sections import MAX_GROUP_TABLES, Figure, Section, Table
 from analysis.stats import differing_labels, is_missing, natural_key
 from analysis.techniques import compare, profile
 from analysis.techniques.plots import precision_curves, profile_pie
@@ -70,31 +71,61 @@ def _configurations(records: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, A
     return by
 
 
+PROFILE_HEADERS = ["epoch", "runs (n)", "wall [s]"] + [f"{PART_NAMES.get(p, p)} [s] (share)" for p in profile.PARTS]
+
+
+def _profile_cells(r: Mapping[str, Any]) -> List[Any]:
+    return ([r["epoch"], r["runs"], f"{r['wall']:.3f}"]
+            + [f"{r[p]:.3f} ({r[f'{p}_share'] * 100:.1f} %)" for p in profile.PARTS])
+
+
+def _flagged_line(flagged: List[str]) -> str:
+    return (f"Phases longer than the wall clock (other below -{profile.CONSISTENCY_TOLERANCE * 100:g} %): epoch "
+            f"{', '.join(flagged)}." if flagged else "")
+
+
 def profile_sections(records: List[Dict[str, Any]]) -> List[Section]:
     profiled = _configurations([r for r in records if has_profile(r)])
     if not profiled:
         return []
     labels = differing_labels({key: runs[0]["config_items"] for key, runs in profiled.items()})
+    keys = sorted(profiled, key=lambda k: (natural_key(labels[k]), k))
+    many = len(keys) > MAX_GROUP_TABLES  # then one table, the configuration in its first column (issue 25)
     sections = [Section("Full phase profile", markdown=PROFILE_INTRO)]
-    for index, key in enumerate(sorted(profiled, key=lambda k: (natural_key(labels[k]), k))):
-        frame = profile.profile_frame(profiled[key])
-        headers = ["epoch", "runs (n)", "wall [s]"] + [f"{PART_NAMES.get(p, p)} [s] (share)" for p in profile.PARTS]
-        rows = [[r["epoch"], r["runs"], f"{r['wall']:.3f}"]
-                + [f"{r[p]:.3f} ({r[f'{p}_share'] * 100:.1f} %)" for p in profile.PARTS]
-                for r in frame.to_dict("records")]
-        title = f"Phase profile: {profiled[key][0]['sweep']} {labels[key]}".rstrip()
-        flagged = profile.inconsistent_epochs(frame)
-        after = (f"Phases longer than the wall clock (other below -{profile.CONSISTENCY_TOLERANCE * 100:g} %): epoch "
-                 f"{', '.join(flagged)}." if flagged else "")
+    combined: List[Dict[str, Any]] = []
+    for index, key in enumerate(keys):
+        rows = profile.profile_rows(profiled[key])
+        title = f"{profiled[key][0]['sweep']} {labels[key]}".rstrip()
+        flagged = profile.inconsistent_epochs(rows)
         figures = []
-        if index < MAX_PIES:
+        if index < MAX_PIES and not many:
             name = f"phase_profile_{index + 1}.png"
-            timed = frame.iloc[-1]
-            shares = {p: float(timed[f"{p}_share"]) for p in profile.PARTS}
-            figures.append(Figure(name, lambda path, s=shares, t=title: profile_pie(s, path, t)))
-            after = " ".join(part for part in (after, f"Pie chart (timed epochs): {name}.") if part)
-        sections.append(Section(title, level=3, tables=[Table("phase_profile", headers, rows, frame)], after=after,
-                                figures=figures))
+            shares = {p: float(rows[-1][f"{p}_share"]) for p in profile.PARTS}  # the "timed" row
+            figures.append(Figure(name, lambda path, s=shares, t=f"Phase profile: {title}": profile_pie(s, path, t)))
+        if many:
+            combined += [{"configuration": title, **row, "flagged": row["epoch"] in flagged} for row in rows]
+            continue
+        after = " ".join(part for part in (_flagged_line(flagged), f"Pie chart (timed epochs): {figures[0].file}."
+                                           if figures else "") if part)
+        sections.append(Section(f"Phase profile: {title}", level=3, after=after, figures=figures,
+                                tables=[Table("phase_profile", PROFILE_HEADERS, [_profile_cells(r) for r in rows],
+                                              pd.DataFrame(rows))]))
+    if many:  # one pie: the mean of the configurations' timed shares (each set sums to 1, so does the mean)
+        timed = [row for row in combined if row["epoch"] == "timed"]
+        shares = {p: sum(row[f"{p}_share"] for row in timed) / len(timed) for p in profile.PARTS}
+        pies = [Figure("phase_profile_1.png", lambda path, s=shares, t=f"Phase profile: mean of {len(keys)} "
+                       "configurations (timed epochs)": profile_pie(s, path, t))]
+        flagged = sorted({row["configuration"] for row in combined if row["flagged"]})
+        after = (f"Phases longer than the wall clock (other below -{profile.CONSISTENCY_TOLERANCE * 100:g} %) in: "
+                 f"{'; '.join(flagged)}. " if flagged else "") + \
+            "Pie chart (phase_profile_1.png): the mean share of each part over the configurations' timed epochs."
+        frame = pd.DataFrame(combined).drop(columns="flagged")
+        sections.append(Section(f"Phase profile: {len(keys)} configurations", level=3, after=after, figures=pies,
+                                markdown=f"{len(keys)} configurations in one table (one table each past "
+                                         f"{MAX_GROUP_TABLES} would not be read).",
+                                tables=[Table("phase_profile", ["configuration"] + PROFILE_HEADERS,
+                                              [[row["configuration"]] + _profile_cells(row) for row in combined],
+                                              frame)]))
     return sections
 
 
@@ -135,6 +166,8 @@ def precision_sections(records: List[Dict[str, Any]]) -> List[Section]:
 def checkpointing_sections(records: List[Dict[str, Any]]) -> List[Section]:
     sections = []
     for key, runs in sorted(compare.groups(records, CHECKPOINTING_KEYS).items()):
+        if len({r["activation_checkpointing"] for r in runs}) < 2:  # nothing to compare: no frame to build
+            continue
         frame = compare.checkpointing_frame(runs)
         if frame.empty:
             continue

@@ -15,9 +15,8 @@ from typing import Any, Callable, Dict, List
 
 import pandas as pd
 
-from analysis.sections import Section, Table
+from analysis.sections import MAX_GROUP_TABLES, Section, Table
 
-MAX_GROUP_TABLES = 20
 GROUP_KEYS = ["sweep", "group_key"]
 
 
