@@ -5,8 +5,6 @@ hand-computed values; checkpointing's gradients and memory on the CPU; the CPU p
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -109,32 +107,10 @@ def test_checkpointing_gives_the_same_gradients_and_keeps_fewer_activations(name
         saved[label] = total[0]
     for p, q in zip(plain.parameters(), checkpointed.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6)  # recomputation, same numbers
+    # the memory measure on a CPU: the bytes autograd keeps for backward (exact). A process's peak RSS is not one:
+    # the interpreter, torch and the allocator's cache dominate it (a ResNet-18 step at 224x224 measured 3-12 % less
+    # with checkpointing, depending on the batch), see docs/decisions.md
     assert saved["checkpointed"] < 0.5 * saved["plain"]
-
-
-PEAK_RSS = """
-import resource, sys, torch
-from models.build import build_classifier
-from workloads.train.checkpointing import checkpoint_stages
-torch.manual_seed(0)
-torch.set_num_threads(1)
-model = build_classifier("resnet18", num_classes=10)
-if sys.argv[1] == "on":
-    checkpoint_stages(model, "resnet18")
-torch.nn.functional.cross_entropy(model(torch.randn(16, 3, 224, 224)), torch.randint(0, 10, (16,))).backward()
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
-"""
-
-
-def test_checkpointing_lowers_the_peak_resident_memory_of_a_cpu_step():
-    """Measured as a CPU user would: the peak RSS (getrusage) of a fresh process running one ResNet-18 step at
-    batch 16, 224x224. The RSS holds the interpreter, torch and the weights too, and the stem (not a stage) and the
-    largest stage's recomputation set the checkpointed peak: 1.88 GB -> 1.65 GB at batch 32 on this machine, so
-    the bar is 5 % less; the saved activations' bytes (the test above) are the exact measure."""
-    peaks = {flag: int(subprocess.run([sys.executable, "-c", PEAK_RSS, flag], capture_output=True, text=True,
-                                      check=True, cwd=Path(__file__).parent.parent).stdout)
-             for flag in ("off", "on")}
-    assert peaks["on"] < 0.95 * peaks["off"], peaks
 
 
 @pytest.mark.parametrize("overrides, message", [
