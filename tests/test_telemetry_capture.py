@@ -304,6 +304,7 @@ def test_ticks_read_every_gpu_and_edges_read_the_energy_counters():
     assert list(sampler.tick_read_s) == [3.0, 3.0]
 
 
+@pytest.mark.serial  # asserts the sampling grid in milliseconds: alone on the machine (tests/run.sh part 3)
 def test_the_threads_sample_on_their_period_and_stop_after_the_queued_marks(tmp_path):
     reader = ScriptedReader({0: [0.0, 2000.0], 1: [0.0, 4000.0]})
     sampler = Sampler(reader, 10)
