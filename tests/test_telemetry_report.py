@@ -211,11 +211,12 @@ def test_without_telemetry_one_line_per_reason_and_no_table(tmp_path):
 
 
 @pytest.mark.parametrize("damage, message", [
+    # mtime=0: the gzip bytes are part of the test ids, which pytest-xdist workers must collect identically
     (None, "missing (result.json's telemetry block names it)"),
     (b"not gzip at all", "not a complete gzip file"),
     ("cut", "not a complete gzip file"),
-    (gzip.compress(b'{"telemetry_version": 1, "gpus": ['), "truncated JSON"),
-    (gzip.compress(json.dumps({"telemetry_version": 99}).encode()), "telemetry_version 99 is not supported"),
+    (gzip.compress(b'{"telemetry_version": 1, "gpus": [', mtime=0), "truncated JSON"),
+    (gzip.compress(json.dumps({"telemetry_version": 99}).encode(), mtime=0), "telemetry_version 99 is not supported"),
     ("unequal", "columns of different lengths [3, 4]"),
     ("string", "samples.aaaa-0000.util_gpu: expected numbers or null, found a string"),
 ])
