@@ -111,6 +111,9 @@ def worker(rank: int, folder: str, backend: str) -> None:
     results = {name: train_both(rank, device, **kwargs) for name, kwargs in SCENARIOS.items()}
     results["broadcasts"] = broadcasts(rank, device)
     torch.save(results, Path(folder) / f"rank{rank}.pt")
+    # both ranks reach the teardown together: a rank that closes its gloo pairs while the other still reads
+    # them can abort the other (SIGABRT, seen once in CI beside the SLURM tests)
+    dist.barrier()
     dist.destroy_process_group()
 
 
