@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 import pandas as pd
 
@@ -92,15 +92,27 @@ def write_sections(sections: Sequence[Section], out_dir: Path) -> List[Path]:
     return write_tables(sections, out_dir) + draw_figures(sections, out_dir)
 
 
-def write_tables(sections: Sequence[Section], out_dir: Path) -> List[Path]:
-    """<name>.csv and <name>.tex per table name (when it has rows), in the order of first appearance."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _tables_by_name(sections: Sequence[Section]) -> Dict[str, List[tuple]]:
     by_name: Dict[str, List[tuple]] = {}
     for section in sections:
         for table in section.tables:
             by_name.setdefault(table.name, []).append((section, table))
+    return by_name
+
+
+def table_cells(sections: Sequence[Section]) -> Dict[str, int]:
+    """Each table name's CSV cells (rows x columns over its frames): what writing its files costs, roughly."""
+    return {name: sum(table.frame.size for _, table in entries) for name, entries in _tables_by_name(sections).items()}
+
+
+def write_tables(sections: Sequence[Section], out_dir: Path, only: Optional[Set[str]] = None) -> List[Path]:
+    """<name>.csv and <name>.tex per table name (when it has rows; only the names in `only` if given), in the
+    order of first appearance."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     written: List[Path] = []
-    for name, entries in by_name.items():
+    for name, entries in _tables_by_name(sections).items():
+        if only is not None and name not in only:
+            continue
         frames = [table.frame for _, table in entries if not table.frame.empty]
         if not frames:
             continue

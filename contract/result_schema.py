@@ -157,6 +157,7 @@ class _Step(NamedTuple):
 
 
 _PLANS: Dict[int, Tuple[Mapping[str, Kind], List[_Step]]] = {}
+_FAILED = object()  # check_kinds: a key whose value did not pass (None is a value that may pass)
 
 
 def _plan(table: Mapping[str, Kind]) -> List[_Step]:
@@ -184,22 +185,21 @@ def check_kinds(doc: Mapping[str, Any], table: Mapping[str, Kind]) -> List[str]:
     a key that failed are not checked (one line for a missing object, not one per key inside it)."""
     errors: List[str] = []
     steps = _plan(table)
-    values: List[Any] = [None] * len(steps)
-    passed = [False] * len(steps)
-    for i, step in enumerate(steps):
-        if step.parent >= 0 and not passed[step.parent]:
+    values: List[Any] = [_FAILED] * len(steps)  # each key's value once it passed; _FAILED until then
+    for i, (key, parent, parts, kind) in enumerate(steps):
+        node: Any = doc if parent < 0 else values[parent]
+        if node is _FAILED:  # its parent is missing or of the wrong kind: one line said so already
             continue
-        node: Any = values[step.parent] if step.parent >= 0 else doc
-        for part in step.parts:
+        for part in parts:
             if not isinstance(node, dict) or part not in node:
-                errors.append(f"{step.key}: missing")
+                errors.append(f"{key}: missing")
                 break
             node = node[part]
         else:
-            if step.kind.accepts(node):
-                values[i], passed[i] = node, True
+            if kind.accepts(node):
+                values[i] = node
             else:
-                errors.append(f"{step.key}: expected {step.kind.description}, got {shown(node)}")
+                errors.append(f"{key}: expected {kind.description}, got {shown(node)}")
     return errors
 
 

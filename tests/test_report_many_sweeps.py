@@ -11,12 +11,13 @@ import importlib
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis import figures
-from analysis.figures_aside import FigureProcessError, draw_figures_aside
+from analysis.write_aside import TableQueue, WriteAsideError, write_aside, write_sections_aside
 from analysis.report import build_report, write_report
-from analysis.sections import Figure, Section
+from analysis.sections import Figure, Section, Table
 from analysis.train.many import MAX_GROUP_TABLES
 from analysis.train.runs import train_run
 from tests.factories import write_manifest, write_result
@@ -110,21 +111,58 @@ def fails(path: Path) -> bool:
 def test_figures_are_drawn_in_a_child_process_while_the_parent_goes_on(tmp_path):
     sections = [Section("a", figures=[Figure("a.png", writes("a")), Figure("none.png", lambda path: False)]),
                 Section("b", figures=[Figure("b.png", writes("b"))])]
-    wait = draw_figures_aside(sections, tmp_path)
+    wait = write_aside(sections, tmp_path)
     assert wait() == [tmp_path / "a.png", tmp_path / "b.png"]
     assert (tmp_path / "a.png").read_text() != f"a from {os.getpid()}"  # another process drew it
     assert not (tmp_path / "none.png").exists()
 
 
 def test_a_figure_that_fails_in_the_child_fails_the_report(tmp_path, capfd):
-    wait = draw_figures_aside([Section("a", figures=[Figure("a.png", fails)])], tmp_path)
-    with pytest.raises(FigureProcessError, match="drawing the figures failed"):
+    wait = write_aside([Section("a", figures=[Figure("a.png", fails)])], tmp_path)
+    with pytest.raises(WriteAsideError, match="writing report files in a child process failed"):
         wait()
     assert "ValueError: a figure that cannot be drawn" in capfd.readouterr().err
 
 
-def test_without_figures_nothing_is_forked(tmp_path):
-    assert draw_figures_aside([Section("a")], tmp_path)() == []
+def test_without_figures_or_tables_for_it_nothing_is_forked(tmp_path):
+    assert write_aside([Section("a")], tmp_path)() == []
+
+
+def table_section(name: str, rows: int) -> Section:
+    frame = pd.DataFrame({"x": range(rows), "y": [0.5] * rows})
+    return Section(name, tables=[Table(name, ["x", "y"], frame.values.tolist(), frame)])
+
+
+def test_the_table_queue_gives_each_table_once_across_a_fork_largest_first():
+    sections = [table_section(name, rows) for name, rows in (("b", 10), ("a", 30), ("c", 20), ("d", 20))]
+    queue = TableQueue(sections)
+    assert queue.names == ["a", "c", "d", "b"]  # largest first, then by name
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child takes two, then reports them
+        os.write(write_end, f"{queue.take()} {queue.take()}".encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read_end, 100).decode().split()
+    os.close(read_end)
+    os.close(write_end)
+    parent = [queue.take(), queue.take(), queue.take()]
+    assert child == ["a", "c"] and parent == ["d", "b", None]
+
+
+def test_the_parent_and_the_figure_child_write_every_table_once_in_report_order(tmp_path):
+    """The child draws the figures first, then takes tables like the parent; the paths come back in report
+    order (each table's CSV then LaTeX, tables by first appearance, then the figures) whoever wrote them."""
+    sections = [table_section("small", 1000), table_section("big", 300_000), table_section("middle", 100_000),
+                Section("figure", figures=[Figure("f.png", writes("f")), Figure("g.png", writes("g"))])]
+    written = write_sections_aside(sections, tmp_path)
+    assert [path.name for path in written] == ["small.csv", "small.tex", "big.csv", "big.tex", "middle.csv",
+                                               "middle.tex", "f.png", "g.png"]
+    assert pd.read_csv(tmp_path / "big.csv").shape == (300_000, 2)
+    assert (tmp_path / "middle.tex").read_text().count(r" \\") == 100_001  # header and every row
+    assert (tmp_path / "f.png").read_text() != f"f from {os.getpid()}"  # drawn by the child
+    tables_only = write_sections_aside(sections[:1], tmp_path / "no_figures")  # nothing to overlap: no child
+    assert [path.name for path in tables_only] == ["small.csv", "small.tex"]
 
 
 def profile_record(sweep: str, loop_time_s=(1.5, 1.0)) -> dict:
@@ -138,7 +176,7 @@ def profile_record(sweep: str, loop_time_s=(1.5, 1.0)) -> dict:
     }
 
 
-def test_many_phase_profiles_share_one_table_and_keep_every_epoch_row():
+def test_many_phase_profiles_share_one_table_of_one_timed_row_each_and_name_flagged_epochs():
     from analysis.techniques.sections import profile_sections
 
     records = [profile_record(f"s{i:02d}") for i in range(MAX_GROUP_TABLES)]
@@ -146,9 +184,32 @@ def test_many_phase_profiles_share_one_table_and_keep_every_epoch_row():
     head, combined = profile_sections(records)
     assert combined.title == f"Phase profile: {MAX_GROUP_TABLES + 1} configurations"
     table = combined.tables[0]
-    assert table.headers[0] == "configuration" and len(table.rows) == 3 * (MAX_GROUP_TABLES + 1)  # 2 epochs + timed
-    assert [row[:2] for row in table.rows[:3]] == [["s00", "1"], ["s00", "2"], ["s00", "timed"]]
+    assert table.headers[0] == "configuration" and len(table.rows) == MAX_GROUP_TABLES + 1  # one per configuration
+    assert [row[:2] for row in table.rows[:2]] == [["s00", "timed"], ["s01", "timed"]]
     assert list(table.frame.columns[:2]) == ["configuration", "epoch"] and len(table.frame) == len(table.rows)
-    assert "in: s99." in combined.after and [f.file for f in combined.figures] == ["phase_profile_1.png"]
+    # the timed row of s00 (timed = epoch 2 only): wall 1.0; parts 0.6 - 0.55 data, 0.02 h2d, ..., eval 0.3
+    s00 = table.frame.iloc[0]
+    assert s00["wall"] == pytest.approx(1.0) and s00["evaluation"] == pytest.approx(0.3)
+    assert s00["data"] == pytest.approx(0.6 - 0.5) and s00["other"] == pytest.approx(1.0 - 0.6 - 0.3)
+    assert "in: s99 (epoch 2, timed)." in combined.after and [f.file for f in combined.figures] == ["phase_profile_1.png"]
     few = profile_sections(records[:MAX_GROUP_TABLES])
     assert len(few) == 1 + MAX_GROUP_TABLES and few[1].title == "Phase profile: s00"
+
+
+def test_the_hpml_command_leaves_report_unfreed_with_its_exit_status_and_every_file(tmp_path):
+    """`hpml report` (launcher.cli.entry) ends through os._exit once its output is flushed: the exit status, the
+    whole Markdown on stdout, the files and the closing line on stderr must all be there; a bad directory still
+    gives status 2 and one line."""
+    import subprocess
+    import sys
+
+    sweeps_of_two_points(tmp_path / "sweeps", 2)
+    done = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "sweeps"), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (tmp_path / "out" / "report.md").read_text()  # flushed in full before the exit
+    assert done.stderr.strip().startswith("hpml: wrote ") and (tmp_path / "out" / "speedup.png").exists()
+    assert len(csv_rows(tmp_path / "out" / "scaling.csv")) == 4
+    missing = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "nowhere")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.startswith("hpml: error: ") and missing.stdout == ""

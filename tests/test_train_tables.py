@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import random
 
 import pytest
 
@@ -162,6 +163,35 @@ def test_latex_escapes_and_symbols():
     assert escape("a_b & 50% ± 1") == r"a\_b \& 50\% $\pm$ 1"
     tex = latex_table(["N", "t [s]"], [[1, "4.0 ± 0.1"]], caption="weak scaling", label="tab:t")
     assert r"\begin{tabular}{lr}" in tex and r"1 & 4.0 $\pm$ 0.1 \\" in tex and r"\toprule" in tex
+
+
+def test_latex_escape_by_replacements_equals_the_one_pass_translation():
+    """escape() replaces character by character in an order; it must give what one str.translate pass gives."""
+    from analysis.latex import _TRANSLATION
+    alphabet = list("\\&%$#_{}~^±×—≥≤ab1 \x1a\x1f")
+    generator = random.Random(0)
+    texts = ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 30))) for _ in range(2000)]
+    texts += ["\\{}", "{\\}", "~^", "\\textbackslash", "± ± ±", "a\x1ab\\"]
+    assert [escape(text) for text in texts] == [text.translate(_TRANSLATION) for text in texts]
+    assert escape("\\{x}~") == r"\textbackslash{}\{x\}\textasciitilde{}"
+
+
+@pytest.mark.parametrize("rows", [
+    [[1, "a_b", None], [2.5, "50% & ±", "{x}"]],
+    [["x\x1fy", "\x1e", "&"], ["", "~", "^"]],  # cells holding the characters the fast path joins with
+    [["x"]],
+    [],
+], ids=["plain", "separator_characters", "one_cell", "empty"])
+def test_latex_body_escaped_as_one_text_equals_cell_by_cell(rows):
+    """The body is escaped in one translate call; it must be what escaping each cell gives, whatever a cell holds."""
+    width = max((len(row) for row in rows), default=1)
+    tex = latex_table([f"h{i}" for i in range(width)], rows, caption="c", label="tab:c")
+    expected = [" & ".join(escape(cell) for cell in row) + r" \\" for row in rows]
+    if not rows:
+        assert "\\midrule\n\\bottomrule" in tex
+        return
+    body = tex.split("\\midrule\n", 1)[1].split("\n\\bottomrule", 1)[0]
+    assert body.split("\n") == expected
 
 
 def test_report_writes_study_tables_in_three_formats_and_the_plot(tmp_path, capsys):

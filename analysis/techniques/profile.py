@@ -42,14 +42,14 @@ def profile_rows(records: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     share of the wall time. Plain Python: a report over thousands of configurations makes one DataFrame, not
     one per configuration (issue 25)."""
     rows = []
-    epochs = max(r["epochs"] for r in records)
-    for epoch in range(epochs):
-        profiles = [epoch_profile(r, epoch) for r in records if epoch < r["epochs"]]
+    per_run = [[epoch_profile(r, epoch) for epoch in range(r["epochs"])] for r in records]  # each epoch once
+    for epoch in range(max(r["epochs"] for r in records)):
+        profiles = [run[epoch] for run in per_run if epoch < len(run)]
         rows.append({"epoch": str(epoch + 1), "runs": len(profiles),
                      **{k: sum(p[k] for p in profiles) / len(profiles) for k in ("wall",) + PARTS}})
-    timed = [[epoch_profile(r, e) for e in r["timed"]] for r in records]
+    timed = [run[e] for r, run in zip(records, per_run) for e in r["timed"]]
     rows.append({"epoch": "timed", "runs": len(records),
-                 **{k: sum(p[k] for run in timed for p in run) / len(records) for k in ("wall",) + PARTS}})
+                 **{k: sum(p[k] for p in timed) / len(records) for k in ("wall",) + PARTS}})
     for row in rows:
         row.update({f"{part}_share": row[part] / row["wall"] if row["wall"] else math.nan for part in PARTS})
     return rows

@@ -88,7 +88,12 @@ def profile_sections(records: List[Dict[str, Any]]) -> List[Section]:
     profiled = _configurations([r for r in records if has_profile(r)])
     if not profiled:
         return []
-    labels = differing_labels({key: runs[0]["config_items"] for key, runs in profiled.items()})
+    # labelled as the train report labels its groups: by what differs from the other configurations of the sweep
+    by_sweep: Dict[str, Dict[str, Mapping[str, Any]]] = {}
+    for key, runs in profiled.items():
+        by_sweep.setdefault(runs[0]["sweep"], {})[key] = runs[0]["config_items"]
+    labels = {key: label for configurations in by_sweep.values()
+              for key, label in differing_labels(configurations).items()}
     keys = sorted(profiled, key=lambda k: (natural_key(labels[k]), k))
     many = len(keys) > MAX_GROUP_TABLES  # then one table, the configuration in its first column (issue 25)
     sections = [Section("Full phase profile", markdown=PROFILE_INTRO)]
@@ -102,8 +107,8 @@ def profile_sections(records: List[Dict[str, Any]]) -> List[Section]:
             name = f"phase_profile_{index + 1}.png"
             shares = {p: float(rows[-1][f"{p}_share"]) for p in profile.PARTS}  # the "timed" row
             figures.append(Figure(name, lambda path, s=shares, t=f"Phase profile: {title}": profile_pie(s, path, t)))
-        if many:
-            combined += [{"configuration": title, **row, "flagged": row["epoch"] in flagged} for row in rows]
+        if many:  # the configuration's timed row; an epoch flagged anywhere is named after the table
+            combined.append({"configuration": title, **rows[-1], "flagged": ", ".join(flagged)})
             continue
         after = " ".join(part for part in (_flagged_line(flagged), f"Pie chart (timed epochs): {figures[0].file}."
                                            if figures else "") if part)
@@ -111,18 +116,18 @@ def profile_sections(records: List[Dict[str, Any]]) -> List[Section]:
                                 tables=[Table("phase_profile", PROFILE_HEADERS, [_profile_cells(r) for r in rows],
                                               pd.DataFrame(rows))]))
     if many:  # one pie: the mean of the configurations' timed shares (each set sums to 1, so does the mean)
-        timed = [row for row in combined if row["epoch"] == "timed"]
-        shares = {p: sum(row[f"{p}_share"] for row in timed) / len(timed) for p in profile.PARTS}
+        shares = {p: sum(row[f"{p}_share"] for row in combined) / len(combined) for p in profile.PARTS}
         pies = [Figure("phase_profile_1.png", lambda path, s=shares, t=f"Phase profile: mean of {len(keys)} "
                        "configurations (timed epochs)": profile_pie(s, path, t))]
-        flagged = sorted({row["configuration"] for row in combined if row["flagged"]})
+        flagged = [f"{row['configuration']} (epoch {row['flagged']})" for row in combined if row["flagged"]]
         after = (f"Phases longer than the wall clock (other below -{profile.CONSISTENCY_TOLERANCE * 100:g} %) in: "
                  f"{'; '.join(flagged)}. " if flagged else "") + \
             "Pie chart (phase_profile_1.png): the mean share of each part over the configurations' timed epochs."
         frame = pd.DataFrame(combined).drop(columns="flagged")
         sections.append(Section(f"Phase profile: {len(keys)} configurations", level=3, after=after, figures=pies,
-                                markdown=f"{len(keys)} configurations in one table (one table each past "
-                                         f"{MAX_GROUP_TABLES} would not be read).",
+                                markdown=f"{len(keys)} configurations in one table, one row each: its timed epochs "
+                                         f"(per-epoch rows, and one table per configuration, up to "
+                                         f"{MAX_GROUP_TABLES} configurations; past that they would not be read).",
                                 tables=[Table("phase_profile", ["configuration"] + PROFILE_HEADERS,
                                               [[row["configuration"]] + _profile_cells(row) for row in combined],
                                               frame)]))
@@ -134,6 +139,8 @@ def _with_telemetry(runs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def precision_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    if len({r["precision"] for r in records}) < 2:  # no group can hold two: skip keying thousands of runs
+        return []
     groups = {key: runs for key, runs in compare.groups(records, PRECISION_KEYS).items()
               if len({r["precision"] for r in runs}) >= 2}
     if not groups:
@@ -164,6 +171,8 @@ def precision_sections(records: List[Dict[str, Any]]) -> List[Section]:
 
 
 def checkpointing_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    if len({r["activation_checkpointing"] for r in records}) < 2:  # nothing anywhere to compare
+        return []
     sections = []
     for key, runs in sorted(compare.groups(records, CHECKPOINTING_KEYS).items()):
         if len({r["activation_checkpointing"] for r in runs}) < 2:  # nothing to compare: no frame to build
