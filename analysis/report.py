@@ -23,7 +23,7 @@ from analysis import telemetry
 from analysis.registry import REPORTS, RESULT_CHECKS
 from analysis.results import (LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results,
                               where)
-from analysis.sections import Section, report_markdown
+from analysis.sections import Section, cap_figures, report_markdown
 from analysis.write_aside import write_sections_aside
 
 REPORT_MD = "report.md"
@@ -100,6 +100,7 @@ def build_report(root: str | Path) -> Report:
                           f"`hpml status {root}`")
     sections, left_out, unshown = workload_sections(loaded.rows)
     gpu_telemetry = telemetry.sections(loaded.rows)
+    cap_figures(sections + gpu_telemetry)  # the first few of each kind, however many configurations and points
     closing = ([left_out_section(left_out)] if left_out else []) + [problems_section(loaded.problems + unshown)]
     body = (sections or [Section("No ok results to tabulate", level=2)]) + gpu_telemetry
     markdown = report_markdown(f"hpml scaling report: {root}", body + closing)

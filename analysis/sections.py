@@ -16,6 +16,8 @@ only when it has rows, and a figure only when its draw function drew something.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
@@ -41,13 +43,24 @@ class Table:
     frame: pd.DataFrame
 
 
+# Figures of one kind (one per configuration or per point: time-to-accuracy curves, telemetry timelines, ...) a
+# report draws: the first ones in report order. Each costs ~0.1-0.15 s; a report over 5,000 configurations
+# drew 10,000 (issue 25). The tables keep every number; the sections of the others say they were not drawn.
+MAX_FIGURES_PER_KIND = 8
+
+
 @dataclass
 class Figure:
     """file: the PNG's name in the report folder; draw(path) writes it and returns True, or returns False
-    when there is nothing worth drawing (no line of two points or more)."""
+    when there is nothing worth drawing (no line of two points or more). kind: what MAX_FIGURES_PER_KIND counts
+    (default: the file name with each run of digits as #, so tta_curves_1.png and tta_curves_2.png are one)."""
 
     file: str
     draw: Callable[[Path], bool]
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        self.kind = self.kind or re.sub(r"\d+", "#", self.file)
 
 
 @dataclass
@@ -60,6 +73,26 @@ class Section:
     after: str = ""
     figures: List[Figure] = field(default_factory=list)
     level: int = 2
+
+
+def cap_figures(sections: Sequence[Section], limit: int = MAX_FIGURES_PER_KIND) -> None:
+    """Keeps the first `limit` figures of each kind, in report order; a section whose figure is dropped says so
+    after its text, naming the file (its text may still name it as where the figure would be)."""
+    totals = Counter(figure.kind for section in sections for figure in section.figures)
+    seen: Counter = Counter()
+    for section in sections:
+        dropped = []
+        for figure in section.figures:
+            seen[figure.kind] += 1
+            if seen[figure.kind] > limit:
+                dropped.append(figure)
+        if dropped:
+            section.figures = [figure for figure in section.figures if figure not in dropped]
+            kinds = sorted({figure.kind for figure in dropped})
+            note = (f"Not drawn: {', '.join(figure.file for figure in dropped)} (a report draws the first {limit} "
+                    f"figures of a kind; {'; '.join(f'{kind}: {totals[kind]}' for kind in kinds)} in this one; "
+                    "the tables hold every number).")
+            section.after = f"{section.after}\n\n{note}" if section.after else note
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -17,7 +17,7 @@ import pytest
 from analysis import figures
 from analysis.write_aside import TableQueue, WriteAsideError, write_aside, write_sections_aside
 from analysis.report import build_report, write_report
-from analysis.sections import Figure, Section, Table
+from analysis.sections import MAX_FIGURES_PER_KIND, Figure, Section, Table, cap_figures
 from analysis.train.many import MAX_GROUP_TABLES
 from analysis.train.runs import train_run
 from tests.factories import write_manifest, write_result
@@ -213,3 +213,49 @@ def test_the_hpml_command_leaves_report_unfreed_with_its_exit_status_and_every_f
     missing = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "nowhere")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.startswith("hpml: error: ") and missing.stdout == ""
+
+
+# A real train result (an H100 run of the phase-profile preset: full phase arrays and an evaluation record)
+REPO = Path(__file__).resolve().parent.parent
+REAL_RESULT = REPO / "docs/results/training_techniques/2026-11-25_15-37-57_profile_h100/points/0/result.json"
+
+
+def test_a_report_draws_the_first_figures_of_each_kind_and_names_the_others(tmp_path):
+    """The class behind a report of 5,000 evaluated sweeps that drew 10,000 time-to-accuracy figures (2.5 min
+    for 1,000 results): per-configuration and per-point figures of every study are capped by kind, in report
+    order, and each section whose figure was left out says which file. Real results through the real report."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import report_benchmark
+    finally:
+        sys.path.pop(0)
+    source = json.loads(REAL_RESULT.read_text())
+    source.pop("telemetry", None)  # its sidecars stay with the original point
+    report_benchmark.build(source, tmp_path / "sweeps", 2 * (MAX_FIGURES_PER_KIND + 3), 2)  # a learning rate per sweep
+
+    report = build_report(tmp_path / "sweeps")
+    written = {path.name for path in write_report(report, tmp_path / "report")}
+
+    curves = sorted(name for name in written if name.startswith("tta_curves"))
+    assert len(curves) == MAX_FIGURES_PER_KIND
+    tta = [s for s in report.sections if s.after.startswith("Figures: tta_curves")]  # one per configuration
+    assert len(tta) > MAX_FIGURES_PER_KIND + 2
+    assert all("Not drawn" not in s.after for s in tta[:MAX_FIGURES_PER_KIND])
+    for index, section in enumerate(tta[MAX_FIGURES_PER_KIND:], start=MAX_FIGURES_PER_KIND + 1):
+        assert f"Not drawn: tta_curves_{index}.png" in section.after and f"tta_curves_#.png: {len(tta)}" in section.after
+        assert not (tmp_path / "report" / f"tta_curves_{index}.png").exists()
+    assert all("run(s) with an evaluation record" in s.markdown for s in tta)  # every configuration still there
+
+
+def test_cap_figures_keeps_the_first_of_each_kind_in_report_order():
+    sections = [Section(f"s{i}", after="text" if i == 0 else "", figures=[
+        Figure(f"curve_{i}.png", lambda path: True), Figure(f"timeline_{i}.png", lambda path: True, kind="t")])
+        for i in range(4)]
+    cap_figures(sections, limit=2)
+    assert [[f.file for f in s.figures] for s in sections] == [
+        ["curve_0.png", "timeline_0.png"], ["curve_1.png", "timeline_1.png"], [], []]
+    assert sections[0].after == "text" and sections[2].after.startswith(
+        "Not drawn: curve_2.png, timeline_2.png (a report draws the first 2 figures of a kind; curve_#.png: 4; t: 4")

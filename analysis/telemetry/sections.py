@@ -140,7 +140,8 @@ def telemetry_sections(gathered: Gathered) -> List[Section]:
              if reasons else "")
     sections.append(Section("Utilization, memory and power per GPU (timed window)",
                             tables=[gpu_table(gathered.points, several_sweeps)], after=after, level=3))
-    figures = [Figure(p.figure, _drawer(p)) for p in gathered.points if p.timeline is not None]
+    figures = [Figure(p.figure, _drawer(p), kind="telemetry timeline")
+               for p in gathered.points if p.timeline is not None]
     sections.append(Section("Energy per point (timed window)",
                             tables=[energy_table(gathered.points, several_sweeps)],
                             after="Time series: one PNG per point (the last column): utilization.gpu and "

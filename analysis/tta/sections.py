@@ -118,8 +118,11 @@ def _label_data_paths(members: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [{**run, "hardware": f"{run['hardware']} ({run['data_placement']})"} for run in members]
 
 
-def _of_config(frame: pd.DataFrame, key: str) -> pd.DataFrame:
-    return frame[frame["config_key"] == key].reset_index(drop=True) if not frame.empty else frame
+def _by_config(frame: pd.DataFrame) -> Dict[str, pd.DataFrame]:
+    """Each configuration's rows, split once (a filter per configuration was quadratic in their number)."""
+    if frame.empty:
+        return {}
+    return {key: rows.reset_index(drop=True) for key, rows in frame.groupby("config_key", sort=False)}
 
 
 def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd.DataFrame) -> List[Section]:
@@ -130,6 +133,7 @@ def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd
         by_config.setdefault(run["config_key"], []).append(run)
     labels = differing_labels({key: members[0]["config_items"] for key, members in by_config.items()})
     sections = [Section("Time to accuracy", markdown=INTRO)]
+    table_of, comparison_of = _by_config(table), _by_config(comparison)
     for index, key in enumerate(sorted(by_config, key=lambda k: (natural_key(labels[k]), k)), start=1):
         members = by_config[key]
         targets = sorted({run["target"] for run in members if run["target"] is not None})
@@ -138,16 +142,16 @@ def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd
         untargeted = sum(run["target"] is None for run in members)
         text = f"{len(members)} run(s) with an evaluation record" + (
             f"; {untargeted} evaluated without a target: plotted, not tabulated" if untargeted else "") + "."
-        rows = _of_config(table, key)
-        tables = [Table(TABLE, HEADERS, table_rows(rows), rows)] if not rows.empty else []
+        rows = table_of.get(key)
+        tables = [Table(TABLE, HEADERS, table_rows(rows), rows)] if rows is not None else []
         plotted = _label_data_paths(members)
         curves, spread = (_figure_name(stem, index, len(by_config)) for stem in ("tta_curves", "tta_spread"))
         drawn = [curves] + ([spread] if any(run["converged"] for run in members) else [])
         sections.append(Section(title, markdown=text, tables=tables, level=3, after=f"Figures: {', '.join(drawn)}.",
                                 figures=[Figure(curves, lambda path, m=plotted, t=title: curves_png(m, path, t)),
                                          Figure(spread, lambda path, m=plotted, t=title: spread_png(m, path, t))]))
-        pairs = _of_config(comparison, key)
-        if not pairs.empty:
+        pairs = comparison_of.get(key)
+        if pairs is not None:
             heading = f"Hardware difference vs spread: {members[0]['model']}{goal} {labels[key]}".rstrip()
             sections.append(Section(heading, markdown=comparison_intro(pairs), level=4, tables=[
                 Table(COMPARISON_TABLE, COMPARISON_HEADERS, comparison_rows(pairs), pairs)]))
