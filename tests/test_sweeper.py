@@ -56,3 +56,31 @@ def test_the_manifest_has_one_array_per_resource_shape(in_tmp):
     assert [(p["point"], p["array"], p["world_size"], p["job_id"]) for p in manifest["points"]] == [
         (0, 0, 1, None), (1, 0, 1, None), (2, 1, 2, None), (3, 1, 2, None)]
     assert manifest["points"][3]["overrides"] == ["resources.workers_per_node=2", "workload.lr=0.2"]
+
+
+def true_false_keys(values: dict, prefix: str = "") -> list:
+    """Every key of a composed config whose value is true or false."""
+    keys = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            keys += true_false_keys(value, f"{prefix}{key}.")
+        elif isinstance(value, bool):
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+def test_every_true_false_key_refuses_a_number_other_than_0_or_1(in_tmp, compose_values):
+    """OmegaConf turns any number into true for a bool field, so `workload.augment=5` ran as true; the class is
+    every bool key, of every workload the quickstart composes and of the base config."""
+    from launcher.errors import LaunchError
+
+    keys = true_false_keys(compose_values(["experiment=quickstart"]))
+    assert {"workload.augment", "workload.pin_memory", "telemetry.enabled"} <= set(keys)
+    for key in keys:
+        with pytest.raises(LaunchError, match=rf"^{key}=5 is not allowed: true or false$"):
+            plan_sweep(["experiment=quickstart", f"{key}=5"])
+    for value, expected in (("0", False), ("1", True), ("false", False), ("True", True)):
+        assert plan_sweep(["experiment=quickstart", f"workload.augment={value}"]).points[0].values[
+            "workload"]["augment"] is expected
+    with pytest.raises(LaunchError, match=r"^workload.pin_memory='yes' is not allowed: true or false$"):
+        plan_sweep(["-m", "experiment=quickstart", "workload.pin_memory=true,yes"])

@@ -24,7 +24,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType, ValueType
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf import BooleanNode, DictConfig, ListConfig, OmegaConf, open_dict
 
 
 @dataclass
@@ -79,6 +79,16 @@ def set_path(values: Dict[str, Any], key: str, value: Any) -> None:
     for part in parents:
         values = values[part]
     values[leaf] = value
+
+
+def is_true_false_key(cfg: DictConfig, key: str) -> bool:
+    """The typed config holds a bool at `key` (an Optional[bool] set to null too: its node is a BooleanNode)."""
+    parent_key, _, last = key.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_key, default=None) if parent_key else cfg
+    if not isinstance(parent, DictConfig):
+        return False
+    node = parent._get_node(last, throw_on_missing_key=False)  # noqa: SLF001 - the node says its type
+    return isinstance(node, BooleanNode) or isinstance(OmegaConf.select(cfg, key, default=None), bool)
 
 
 def refuse_empty_sweep(overrides: List[Override]) -> None:
@@ -143,11 +153,30 @@ class HpmlSweeper(BasicSweeper):
             self._values[cache_key] = value.name if isinstance(value, Enum) else value
         return self._values[cache_key]
 
+    def _check_true_false(self, base: ComposedBase, override: Override) -> None:
+        """A key whose value is true or false takes true or false (or 1 or 0): OmegaConf would turn any other
+        number into true, so `workload.augment=5` or `workload.pin_memory=2` would run as if the user meant it."""
+        cache_key = (id(base), override.input_line)
+        if cache_key in self._checked:
+            return
+        key = override.key_or_group
+        if is_true_false_key(base.config, key):
+            value = override.value()
+            allowed = isinstance(value, bool) or (type(value) is int and value in (0, 1)) or (
+                isinstance(value, str) and value.lower() in ("true", "false"))
+            if not allowed:
+                from conf.validation import ConfigValueError, shown
+
+                raise ConfigValueError(f"{key}={shown(value)} is not allowed: true or false")
+        self._checked.add(cache_key)
+
     def point_config(self, point_overrides: List[str]) -> Dict[str, Any]:
         parsed = [self._parse(line) for line in point_overrides]
         slow = tuple(o.input_line for o in parsed if not self._is_plain_value(o))
         fast = [o for o in parsed if self._is_plain_value(o)]
         base = self._compose(slow)
+        for override in fast:
+            self._check_true_false(base, override)
         if base.referenced is not None and not any(
                 overlaps(o.key_or_group, base.referenced) or "${" in o.input_line for o in fast):
             # No interpolation reads an overridden key: the resolved base plus the new values is exact.
@@ -172,6 +201,7 @@ class HpmlSweeper(BasicSweeper):
         self._composed: Dict[Tuple[str, ...], ComposedBase] = {}
         self._scratch: Dict[int, DictConfig] = {}
         self._values: Dict[Tuple[int, str], Any] = {}
+        self._checked: Set[Tuple[int, str]] = set()
         self._parsed: Dict[str, Override] = {}
         overrides = self._parser.parse_overrides(self._parse_config() + list(arguments))
         refuse_sampled_sweeps(overrides)
