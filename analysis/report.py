@@ -25,6 +25,7 @@ from analysis.results import (LoadedResults, Problem, WorkloadResults, cycle_col
                               where)
 from analysis.sections import Section, cap_figures, report_markdown
 from analysis.write_aside import write_sections_aside
+from contract.folders import folder_problem
 
 REPORT_MD = "report.md"
 KEPT: List["Report"] = []  # the last report main made (see main)
@@ -128,6 +129,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    out_dir = args.out or args.dir / "report"
+    problem = folder_problem(out_dir) if args.dir.is_dir() else None  # a missing DIR is said below
+    if problem:
+        print(f"hpml: error: --out: {problem}; give a folder to write the report in", file=sys.stderr)
+        return 2
     # `hpml report` is one short process: the collector stays paused while the tables are built and written
     # too, where each of its passes would walk every loaded document again (docs/results/report-speed.md).
     with cycle_collection_paused():
@@ -137,7 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"hpml: error: {error}", file=sys.stderr)
             return 2
         print(report.markdown, end="")
-        written = write_report(report, args.out or args.dir / "report")
+        try:
+            written = write_report(report, out_dir)
+        except OSError as error:  # the disk filled, the folder went away meanwhile: one line, not a traceback
+            print(f"hpml: error: writing the report to {out_dir} failed: {error.strerror or error}", file=sys.stderr)
+            return 2
         # Everything loaded is moved out of the collector's sight before it runs again: its first pass would
         # walk every document (1.4 s over 10,000 results) to find no cycle. Reference counting still frees them.
         gc.freeze()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Sequence, Tuple
 
 from analysis.sections import report_markdown, write_sections
+from contract.folders import folder_problem
 from evaluation.accuracy import evaluation_device, score
 from evaluation.images import ImageFolderError, check_names, class_folders, dataset
 from evaluation.models import SavedModelError, find_saved_models, load_saved, rebuild
@@ -71,13 +72,17 @@ def evaluate(sweep_dir: Path, images: Path) -> Tuple[str, list]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    out_dir = args.out or args.sweep_dir / "report"
+    problem = folder_problem(out_dir) if args.sweep_dir.is_dir() else None  # a missing sweep is said below
+    if problem:  # before any model is loaded
+        print(f"hpml: error: --out: {problem}; give a folder to write the report in", file=sys.stderr)
+        return 2
     try:
         markdown, parts = evaluate(args.sweep_dir, args.images)
     except (EvaluateError, ImageFolderError) as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2
     print(markdown, end="")
-    out_dir = args.out or args.sweep_dir / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / REPORT_MD).write_text(markdown)
     written = [out_dir / REPORT_MD] + write_sections(parts, out_dir)

@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from conf.schema import ClusterKind
 from conf.validation import shown
+from contract.folders import folder_problem
 from contract.sweep_layout import MANIFEST_FILE
 from launcher.config_store import register_schemas
 from launcher.errors import LaunchError, one_line
@@ -105,6 +106,9 @@ def check_new_sweep_dir(plan: Plan) -> Path:
                           "do not sweep over sweep.dir or sweep.name")
     check_inside_root(plan)
     sweep_dir = dirs.pop()
+    problem = folder_problem(sweep_dir)
+    if problem:
+        raise LaunchError(f"sweep.dir={shown(str(sweep_dir))} is not allowed: {problem}; change sweep.root")
     if (sweep_dir / MANIFEST_FILE).exists():
         raise LaunchError(f"sweep.dir={sweep_dir} already holds a sweep; use `hpml resume {sweep_dir}` "
                           "or choose another sweep.dir")

@@ -92,7 +92,8 @@ def check_output(option: str, path: Optional[Path], suffix: Optional[str] = None
     if str(path) == "" or path.is_dir():
         raise ModelStatsError(f"{option} {str(path)!r}: give a file name, not a folder")
     if not path.parent.is_dir():
-        raise ModelStatsError(f"{option} {path}: folder {path.parent} does not exist")
+        raise ModelStatsError(f"{option} {path}: folder {path.parent} does not exist"
+                              + (" (it is a file)" if path.parent.exists() else ""))
     if suffix is not None and path.suffix.lower() != suffix:
         raise ModelStatsError(f"{option} {path}: the file name must end in {suffix}")
 

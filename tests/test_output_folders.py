@@ -1,0 +1,66 @@
+"""A folder a command writes (the report's --out, evaluate's --out, a sweep under sweep.root) that cannot be made
+is one `hpml: error:` line and exit 2 before anything is read, run or written (contract/folders.py): a file where
+the folder should be, a file among its parents. The real commands, in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from contract.folders import folder_problem
+
+REPO = Path(__file__).resolve().parent.parent
+A_SWEEP = REPO / "docs/results/training_techniques/2026-11-25_15-37-57_profile_h100"
+
+
+def test_folder_problem_names_what_is_in_the_way(tmp_path):
+    (tmp_path / "file").write_text("x")
+    assert folder_problem(tmp_path) is None
+    assert folder_problem(tmp_path / "new" / "deeper") is None  # can be made; nothing is made
+    assert not (tmp_path / "new").exists()
+    assert folder_problem(tmp_path / "file") == f"{tmp_path / 'file'} exists and is not a folder"
+    assert folder_problem(tmp_path / "file" / "a" / "b") == \
+        f"{tmp_path / 'file'} is a file, so {tmp_path / 'file' / 'a' / 'b'} cannot be made under it"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any folder: os.access says yes to root")
+def test_folder_problem_names_an_unwritable_parent(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert folder_problem(locked / "out") == f"{locked / 'out'} cannot be made: {locked} is not writable"
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    copy = tmp_path / "sweep"
+    shutil.copytree(A_SWEEP, copy)
+    shutil.rmtree(copy / "report", ignore_errors=True)
+    return copy
+
+
+@pytest.mark.parametrize("verb", ["report", "evaluate"])
+@pytest.mark.parametrize("where", ["file", "under_a_file"])
+def test_an_out_folder_that_cannot_be_made_is_one_line_before_any_work(tmp_path, sweep, hpml, verb, where):
+    (tmp_path / "a_file").write_text("x")
+    out = tmp_path / "a_file" if where == "file" else tmp_path / "a_file" / "report"
+    extra = ["--images", str(tmp_path)] if verb == "evaluate" else []
+    done = hpml(verb, str(sweep), *extra, "--out", str(out))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("hpml: error: --out: ") and len(done.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "a_file").read_text() == "x" and not (sweep / "report").exists()
+
+
+def test_a_sweep_root_under_a_file_is_one_line_before_anything_is_written(tmp_path, hpml):
+    (tmp_path / "a_file").write_text("x")
+    for extra in (["--dry-run"], []):
+        done = hpml("launch", "experiment=quickstart", f"sweep.root={tmp_path / 'a_file' / 'sweeps'}", *extra)
+        assert done.returncode == 2, done.stderr
+        assert "is not allowed: " in done.stderr and "is a file, so " in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
