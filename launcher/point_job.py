@@ -88,6 +88,16 @@ class StopRequest:
                 signal.signal(sig, handler)
 
 
+def requeue_under_way(error: BaseException) -> bool:
+    """submitit's `scontrol requeue` of this job killed by the SIGTERM (or, after KillWait, SIGKILL) that the
+    requeue itself sends the job: on a loaded node it can arrive before scontrol exits, and submitit then raises
+    from its signal handler. SLURM is requeueing the job: its state.json keeps "requeued", where "failed" would
+    make `hpml status` (which trusts the point's files over the scheduler) report a point that is coming back."""
+    return (isinstance(error, subprocess.CalledProcessError) and isinstance(error.cmd, (list, tuple))
+            and list(error.cmd[:2]) == ["scontrol", "requeue"]
+            and error.returncode in (-signal.SIGTERM, -signal.SIGKILL))
+
+
 class PointJob:
     """A picklable callable that submitit runs on each node of the point's allocation."""
 
@@ -124,7 +134,7 @@ class PointJob:
         except PointFailed:
             raise
         except Exception as error:  # the job itself broke (not the workload): record why, then fail
-            if job_identity()["node"] == 0:
+            if job_identity()["node"] == 0 and not requeue_under_way(error):
                 write_json_atomic(Path(self.spec.point_dir) / STATE_FILE, {
                     "state": "failed", "reason": reason_line(f"{type(error).__name__}: {error}"), "ended_at": utc_now(),
                     **job_identity()})

@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from launcher.failure_reason import failure_reason
 from tests.conftest import run_hpml
 from tests.sweep_processes import start_launch, state, status_rows, sweep_of, wait_for, worker_pids
@@ -86,3 +88,49 @@ def test_a_sweeps_worker_killed_with_sigkill_is_one_line_in_state_and_status(tmp
     assert status.splitlines()[-1].strip() == f"reason: {reason}", status
     assert "Root Cause" in (sweep / "points/0/logs/torchrun.node0.err").read_text()  # the whole report stays
     assert json.loads((sweep / "manifest.json").read_text())["points"][0]["job_id"]
+
+
+def requeue_job(tmp_path: Path, scontrol_body: str):
+    """A PointJob whose run() is interrupted by submitit's requeue (`scontrol requeue <id>` through check_call, as
+    submitit's SlurmJobEnvironment._requeue runs it), with an `scontrol` on PATH that does what `scontrol_body`
+    says; checkpoint() has written state "requeued" first, as submitit calls it before requeueing."""
+    from conf.schema import ClusterKind
+    from launcher.jobspec import JobSpec, ResourceShape
+    from launcher.point_job import PointJob
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\n{scontrol_body}\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    shape = ResourceShape(cluster=ClusterKind.slurm, nodes=1, workers_per_node=1, gpus_per_node=0, cpus_per_worker=1,
+                          mem_gb=0, time_min=1)
+    point = tmp_path / "points/0"
+    point.mkdir(parents=True)
+
+    class Interrupted(PointJob):
+        def run(self) -> str:
+            subprocess.check_call(["scontrol", "requeue", "343"], env={**os.environ, "PATH": str(bin_dir)})
+            return "unreachable"
+
+    job = Interrupted(JobSpec(point=0, point_dir=str(point), overrides=(), workload="train", shape=shape))
+    job.checkpoint()
+    return job, point
+
+
+def test_a_requeue_killed_by_its_own_sigterm_keeps_the_point_requeued(tmp_path):
+    """SLURM's requeue sends the job SIGTERM; on a loaded node it reached `scontrol requeue` before it exited, and
+    the point was recorded failed while SLURM brought it back (seen in a CI run): the state stays "requeued"."""
+    job, point = requeue_job(tmp_path, "kill -TERM $$")
+    with pytest.raises(subprocess.CalledProcessError) as raised:  # the job still ends: SLURM brings it back
+        job()
+    assert raised.value.returncode == -signal.SIGTERM
+    assert json.loads((point / "state.json").read_text())["state"] == "requeued"
+
+
+def test_a_requeue_that_scontrol_refuses_is_a_failure_with_its_reason(tmp_path):
+    job, point = requeue_job(tmp_path, "echo 'Requested operation is presently disabled' >&2; exit 1")
+    with pytest.raises(subprocess.CalledProcessError) as raised:
+        job()
+    assert raised.value.returncode == 1
+    state = json.loads((point / "state.json").read_text())
+    assert state["state"] == "failed" and "scontrol" in state["reason"] and "requeue" in state["reason"]
