@@ -9,22 +9,38 @@ created; it creates nothing.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Optional
 
 
 def folder_problem(path: Path) -> Optional[str]:
-    """Why `path` cannot be (or become) a writable folder; None when it can."""
+    """Why `path` cannot be (or become) a writable folder; None when it can. The nearest of the path and its
+    parents that exists decides; a folder on the way this user may not look inside is a problem too."""
     path = Path(os.path.abspath(path))
-    if path.exists():
-        if not path.is_dir():
-            return f"{path} exists and is not a folder"
-        return None if os.access(path, os.W_OK | os.X_OK) else f"{path} is not writable"
-    for ancestor in path.parents:  # the nearest one that exists decides
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                return f"{ancestor} is a file, so {path} cannot be made under it"
-            if not os.access(ancestor, os.W_OK | os.X_OK):
-                return f"{path} cannot be made: {ancestor} is not writable"
-            return None
+    for candidate in (path, *path.parents):
+        try:
+            mode = os.stat(candidate).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # not there (yet), or under a file: look further up
+            continue
+        except PermissionError:  # a folder on the way may not be looked inside: the nearest one that can be seen
+            blocked = next((p for p in candidate.parents if _visible(p)), Path("/"))
+            return f"{path} cannot be reached: no permission to look inside {blocked}"
+        except OSError as error:
+            return f"{path} cannot be reached: {error.strerror}"
+        if not stat.S_ISDIR(mode):
+            return (f"{path} exists and is not a folder" if candidate == path
+                    else f"{candidate} is a file, so {path} cannot be made under it")
+        if not os.access(candidate, os.W_OK | os.X_OK):
+            return (f"{path} is not writable" if candidate == path
+                    else f"{path} cannot be made: {candidate} is not writable")
+        return None
     return None
+
+
+def _visible(path: Path) -> bool:
+    try:
+        os.stat(path)
+        return True
+    except OSError:
+        return False

@@ -4,8 +4,10 @@ the folder should be, a file among its parents. The real commands, in subprocess
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,14 +28,44 @@ def test_folder_problem_names_what_is_in_the_way(tmp_path):
         f"{tmp_path / 'file'} is a file, so {tmp_path / 'file' / 'a' / 'b'} cannot be made under it"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any folder: os.access says yes to root")
-def test_folder_problem_names_an_unwritable_parent(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o500)
+def as_an_unprivileged_user(function):
+    """function() as this user, or, for root (whom os.access lets write anywhere), in a forked child that has
+    become nobody (uid and gid 65534) first; its result comes back through a pipe as JSON."""
+    if os.geteuid() != 0:
+        return function()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write_end, json.dumps(function()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(text)
+
+
+def test_folder_problem_names_an_unwritable_parent_and_one_it_cannot_look_into():
+    base = Path(tempfile.mkdtemp(prefix="hpml-folders-"))  # not under pytest's 0700 folder: nobody must reach it
     try:
-        assert folder_problem(locked / "out") == f"{locked / 'out'} cannot be made: {locked} is not writable"
+        base.chmod(0o755)
+        (base / "locked").mkdir(mode=0o555)
+        (base / "hidden").mkdir(mode=0o000)
+        found = as_an_unprivileged_user(lambda: [folder_problem(base / "locked" / "out"),
+                                                 folder_problem(base / "locked"),
+                                                 folder_problem(base / "hidden" / "a" / "b")])
+        assert found == [f"{base / 'locked' / 'out'} cannot be made: {base / 'locked'} is not writable",
+                         f"{base / 'locked'} is not writable",
+                         f"{base / 'hidden' / 'a' / 'b'} cannot be reached: no permission to look inside "
+                         f"{base / 'hidden'}"]
     finally:
-        locked.chmod(0o700)
+        for folder in ("locked", "hidden"):
+            (base / folder).chmod(0o700)
+        shutil.rmtree(base)
 
 
 @pytest.fixture
