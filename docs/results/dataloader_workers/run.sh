@@ -11,6 +11,7 @@
 #
 # Knobs (environment), the defaults being the H200 run's:
 #   TRAIN_SIZE=50000 JPEG_SIZE=25000 PRESET=dataloader_workers OPTIONS_WORKERS=8 PIN=true BUDGET_S=360 EXTRA=""
+#   DATASETS="cifar jpeg" (DATASETS=cifar: the CIFAR-10 batches only, when the device time is short)
 # The same on a 2-core CPU (what docs/results/dataloader_workers/cpu_2core/ holds; no GPU check there):
 #   TRAIN_SIZE=10000 JPEG_SIZE=10000 PRESET=dataloader_workers_cpu OPTIONS_WORKERS=2 PIN=false BUDGET_S=100000 \
 #       bash docs/results/dataloader_workers/run.sh cpu_2core
@@ -28,6 +29,7 @@ OPTIONS_WORKERS=${OPTIONS_WORKERS:-8}
 PIN=${PIN:-true}
 BUDGET_S=${BUDGET_S:-360}
 EXTRA=${EXTRA:-}
+DATASETS=${DATASETS:-cifar jpeg}
 SCRATCH=${SCRATCH:-/tmp/hpml-dataloader-$label}
 if [ -n "${OUT:-}" ]; then DEST=${DEST:-$OUT/$label}; else DEST=${DEST:-$here/$label}; fi
 hpml=(python -m launcher.cli)
@@ -38,7 +40,9 @@ step() { echo "== [$SECONDS s] $*"; }
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" "$DEST"
 step "data: digits x $TRAIN_SIZE (CIFAR-10 batches), x $JPEG_SIZE (JPEG folder)"
 "${hpml[@]}" data digits --root "$SCRATCH/cifar" --train-size "$TRAIN_SIZE" || exit 1
-"${hpml[@]}" data digits --root "$SCRATCH/jpeg_source" --train-size "$JPEG_SIZE" --jpeg-folder "$SCRATCH/jpeg" || exit 1
+if [[ " $DATASETS " == *" jpeg "* ]]; then
+    "${hpml[@]}" data digits --root "$SCRATCH/jpeg_source" --train-size "$JPEG_SIZE" --jpeg-folder "$SCRATCH/jpeg" || exit 1
+fi
 { nproc; uptime; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null; } | tee "$DEST/host.txt"
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
@@ -61,14 +65,14 @@ launch() {  # one launch of the preset; a failed point is reported in the table,
 }
 cifar=(workload.dataset=cifar10 workload.data_root="$SCRATCH/cifar")
 jpeg=(workload.dataset=image_folder workload.data_root="$SCRATCH/jpeg")
-for data in cifar jpeg; do
+for data in $DATASETS; do
     declare -n dataset=$data
     step "$data: the workers line at PyTorch's defaults"
     launch "${dataset[@]}"
     step "$data: the device path"
     launch "${dataset[@]}" workload.data_placement=device workload.loader_workers=0
 done
-for data in cifar jpeg; do
+for data in $DATASETS; do
     declare -n dataset=$data
     # 4 points at OPTIONS_WORKERS workers are about as fast as the fastest launch's points (the device path's)
     if [ $((SECONDS + 4 * fastest_s + 15)) -gt "$BUDGET_S" ]; then

@@ -30,6 +30,8 @@ launch() {  # part, then the launch's arguments
 [[ ,$parts, == *,ckpt,* ]] && launch ckpt experiment=activation_ckpt
 if [[ ,$parts, == *,utilization,* ]]; then
     [ -d "$data/digits50k" ] || "${hpml[@]}" data digits --root "$data/digits50k" --train-size 50000
-    launch utilization experiment=gpu_utilization workload.data_root="$data/digits50k"
+    # UTILIZATION=<settings> runs only those (e.g. the ones a cut launch did not reach); default: every setting
+    launch utilization experiment=gpu_utilization workload.data_root="$data/digits50k" \
+        ${UTILIZATION:+utilization=$UTILIZATION}
 fi
 true
