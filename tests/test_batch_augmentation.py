@@ -419,6 +419,32 @@ def test_the_table_gives_epochs_and_time_to_target_rates_and_the_step_cost_facto
     assert four["step_cost_factor"] == pytest.approx(0.032 / (4 * 0.021)) and one["step_cost_factor"] == pytest.approx(1.0)
 
 
+def test_the_table_gives_each_ms_gpu_use_over_the_runs_with_telemetry(tmp_path):
+    from analysis.batch_aug.runs import ba_run
+    from analysis.batch_aug.tables import variant_table
+    from tests.test_telemetry_report import PHASES, columns, ok_block, sidecar_doc, write_sidecar
+
+    def with_telemetry(doc, point, util_gpu, sm_activity):
+        # one GPU sampled at t = 0..3 s; PHASES times [1, 3]: the window holds the samples at t = 1, 2, 3
+        folder = tmp_path / f"point{point}"
+        write_sidecar(folder, sidecar_doc({"gpu-0": columns(4, util_gpu=util_gpu, sm_activity=sm_activity)}, PHASES))
+        return {**doc, "path": str(folder / "result.json"), "telemetry": ok_block(),
+                "identity": {"seed": doc["identity"]["seed"], "sweep": "ba", "point": point, "repeat": 0}}
+
+    docs = [with_telemetry(result_doc(1, 0, [0.5, 0.91], [5.0, 2.0], [[1.0], [0.02]]), 0,
+                           [99, 20, 30, 40], [99, 10, 10, 10]),        # window means: 30 and 10 (t = 0 is warm-up)
+            with_telemetry(result_doc(1, 1, [0.5, 0.92], [5.0, 2.0], [[1.0], [0.02]]), 1,
+                           [0, 50, 50, 50], [0, 20, None, 20]),        # 50 and 20 (a null left out, never 0)
+            result_doc(1, 2, [0.5, 0.93], [5.0, 2.0], [[1.0], [0.02]]),  # no telemetry: not in the GPU columns
+            result_doc(2, 0, [0.6, 0.95], [5.0, 2.0], [[1.0], [0.03]])]
+    table = variant_table([ba_run(doc) for doc in docs]).set_index("copies")
+    one, two = table.loc[1], table.loc[2]
+    assert (one["runs"], one["util_gpu_runs"], one["sm_activity_runs"]) == (3, 2, 2)
+    assert one["util_gpu_mean"] == pytest.approx(40.0) and one["util_gpu_std"] == pytest.approx(200 ** 0.5)
+    assert one["sm_activity_mean"] == pytest.approx(15.0)
+    assert two["util_gpu_runs"] == 0 and two["util_gpu_mean"] != two["util_gpu_mean"]  # NaN: shown as —
+
+
 def test_the_section_appears_only_with_copies_or_cutout_and_the_error_curve_averages_the_runs_at_each_epoch():
     from analysis import batch_aug
     from analysis.batch_aug.plots import error_curve

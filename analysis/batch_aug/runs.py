@@ -13,6 +13,8 @@ target the run trained toward (a fraction, or null).
 - epoch time: the mean of the run's timed epochs (contract.result_format: all but the cold ones); step time: the
   median of their steps (rank 0, step end to step end: the data phase included, where the device path makes the
   copies); samples/s: distinct samples of an epoch / epoch time; images/s: M x that (what the model processed).
+- GPU use: the point's first GPU over its timed window (analysis.telemetry: utilization.gpu and SM activity means,
+  %); None where there is no telemetry (a CPU run, telemetry off).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import statistics
 from typing import Any, Dict, Mapping
 
 from analysis.configuration import items_key
+from analysis.telemetry.points import telemetry_numbers
 from analysis.train.runs import data_path_of
 from analysis.tta.runs import evaluation_arrays, first_at_target, hardware_of, tta_configuration
 from contract.result_format import timed_epoch_indices
@@ -58,6 +61,7 @@ def ba_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     items = {k: v for k, v in tta_configuration(doc["config"]).items() if k not in VARIANT_KEYS}
     hardware, path = hardware_of(doc), data_path_of(m)
     top1 = arrays["top1"]
+    gpu = telemetry_numbers(doc)
     best = max(range(len(top1)), key=top1.__getitem__) if top1 else None
     return {
         "path": doc["path"], "seed": doc["identity"]["seed"], "model": w["model"],
@@ -75,4 +79,5 @@ def ba_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "epoch_time_s": epoch_s, "step_time_s": statistics.median(steps),
         "samples_per_s": m["samples_per_epoch"] / epoch_s,
         "images_per_s": m["samples_per_epoch"] * copies / epoch_s,
+        "util_gpu": gpu["util_gpu_mean"], "sm_activity": gpu["sm_activity_mean"],
     }

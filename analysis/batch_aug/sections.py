@@ -27,12 +27,14 @@ INTRO = (
     "copies and augmentation included); samples/s: distinct samples of an epoch / epoch time; images/s: M x that. "
     "Step cost / (M x single-copy step): the mean step time at M over M times the mean step time of the same "
     "group's M = 1 whole-step run with the same Cutout (1: the cost grows exactly as M; below 1: a larger step "
-    "uses the device better).")
+    "uses the device better). GPU use: utilization.gpu and SM activity over each run's timed window (the GPU "
+    "telemetry section's numbers), mean ± std over the runs that have telemetry; — without it.")
 
 HEADERS = ["M (copies)", "samples per step", "chunks", "Cutout", "runs (n)", "converged", "epochs to target mean ± std",
            "TTA [s] mean ± std", "not converged: best top-1 [%], time at cap [s]", "best top-1 [%] mean ± std",
            "epoch time [s] mean ± std", "step time [ms] mean ± std", "samples/s mean ± std",
-           "images/s (M x B) mean ± std", "step cost / (M x single-copy step)"]
+           "images/s (M x B) mean ± std", "step cost / (M x single-copy step)", "util.gpu [%] mean ± std",
+           "SM activity [%] mean ± std"]
 
 
 def cutout_label(holes: int, size: int) -> str:
@@ -62,7 +64,9 @@ def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
                      _mean_std(r, "tta_s", ".2f", n="converged"), _missed(r), _mean_std(r, "best_top1", ".2f", 100),
                      _mean_std(r, "epoch_time_s", ".4f"), _mean_std(r, "step_time_s", ".2f", 1000),
                      _mean_std(r, "samples_per_s", ",.0f"), _mean_std(r, "images_per_s", ",.0f"),
-                     "—" if is_missing(r["step_cost_factor"]) else f"{r['step_cost_factor']:.3f}"])
+                     "—" if is_missing(r["step_cost_factor"]) else f"{r['step_cost_factor']:.3f}",
+                     _mean_std(r, "util_gpu", ".1f", n="util_gpu_runs"),
+                     _mean_std(r, "sm_activity", ".1f", n="sm_activity_runs")])
     return body
 
 

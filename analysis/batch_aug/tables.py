@@ -6,6 +6,8 @@ Over the runs of a row (n: its seeds):
   analysis.tta.tables.spread);
 - the runs that did not converge: their best top-1 and the clock at their last evaluation (the cap), mean;
 - epoch time, step time (each run's median), samples/s and images/s: the same statistics over the n runs;
+- GPU use (utilization.gpu, SM activity; %): the same statistics over the runs that have telemetry (their count:
+  util_gpu_runs, sm_activity_runs);
 - per-step cost factor = mean step time at M / (M x mean step time of the group's single-copy variant: M = 1, one
   chunk, the same Cutout). 1 means a step of M x B samples costs exactly M single-copy steps; below 1 the larger
   step uses the device better (a small step is bound by kernel launches, not by arithmetic). NaN without such a
@@ -26,6 +28,7 @@ NAN = float("nan")
 COLUMNS = ["group_key", "model", "hardware", "data_placement", "copies", "chunks", "cutout_holes", "cutout_size",
            "runs", "converged"]
 MEASURES = ("epoch_time_s", "step_time_s", "samples_per_s", "images_per_s")
+GPU_USE = ("util_gpu", "sm_activity")  # None in a run without telemetry: over the runs that have it
 
 Variant = Tuple[int, int, int, int]  # copies, chunks, Cutout holes, Cutout size
 
@@ -66,6 +69,9 @@ def row(members: List[Dict[str, Any]], single_step_s: float) -> Dict[str, Any]:
     }
     for measure in MEASURES:
         out.update(spread([r[measure] for r in members], measure))
+    for measure in GPU_USE:
+        known = [r[measure] for r in members if r.get(measure) is not None]
+        out.update(spread(known, measure), **{f"{measure}_runs": len(known)})
     out["step_cost_factor"] = out["step_time_s_mean"] / (first["copies"] * single_step_s)
     out["seeds"] = " ".join(str(r["seed"]) for r in sorted(members, key=lambda r: r["seed"]))
     out["paths"] = " ".join(r["path"] for r in members)

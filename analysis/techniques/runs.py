@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from analysis.configuration import configuration_group, items_key
 from analysis.train.runs import per_device_batch_of
+from analysis.telemetry.points import telemetry_numbers
 from contract.result_format import timed_epoch_indices
 
 # the keys a technique varies: a comparison groups runs by the configuration without them
@@ -30,23 +31,6 @@ def precision_label(doc: Mapping[str, Any]) -> str:
 
 def finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def telemetry_numbers(doc: Mapping[str, Any]) -> Dict[str, Optional[float]]:
-    """The point's first GPU over its timed window: utilization.gpu and SM activity means (%), mean power (W),
-    NVML's peak memory used (bytes), and the point's energy per sample (J); None each where unknown."""
-    from analysis.telemetry.points import gather
-
-    numbers: Dict[str, Optional[float]] = dict.fromkeys(
-        ("util_gpu_mean", "sm_activity_mean", "power_mean_w", "nvml_mem_peak_bytes", "energy_per_sample_j"))
-    points = gather([doc]).points if doc.get("path") else []
-    if points and points[0].gpus:
-        _, _, stats = points[0].gpus[0]
-        numbers.update(util_gpu_mean=stats.util_gpu.mean if stats.util_gpu else None,
-                       sm_activity_mean=stats.sm_activity_mean, power_mean_w=stats.power_mean_w,
-                       nvml_mem_peak_bytes=stats.mem_used_peak_bytes)
-        numbers["energy_per_sample_j"] = points[0].energy.per_sample_j if points[0].energy else None
-    return numbers
 
 
 def technique_run(doc: Mapping[str, Any], with_telemetry: bool = False) -> Dict[str, Any]:

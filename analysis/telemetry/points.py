@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from analysis.stats import natural_key
 from analysis.telemetry.plots import Timeline, timeline
@@ -122,3 +122,18 @@ def name_figures(points: Sequence[PointTelemetry]) -> None:
         stem += f"_repeat{repeat}" if len(repeats[(sweep, point)]) > 1 else ""
         used[stem] += 1
         p.figure = f"{stem}.png" if used[stem] == 1 else f"{stem}_{used[stem]}.png"
+
+
+def telemetry_numbers(doc: Mapping[str, Any]) -> Dict[str, Optional[float]]:
+    """The point's first GPU over its timed window: utilization.gpu and SM activity means (%), mean power (W),
+    NVML's peak memory used (bytes), and the point's energy per sample (J); None each where unknown."""
+    numbers: Dict[str, Optional[float]] = dict.fromkeys(
+        ("util_gpu_mean", "sm_activity_mean", "power_mean_w", "nvml_mem_peak_bytes", "energy_per_sample_j"))
+    points = gather([doc]).points if doc.get("path") else []
+    if points and points[0].gpus:
+        _, _, stats = points[0].gpus[0]
+        numbers.update(util_gpu_mean=stats.util_gpu.mean if stats.util_gpu else None,
+                       sm_activity_mean=stats.sm_activity_mean, power_mean_w=stats.power_mean_w,
+                       nvml_mem_peak_bytes=stats.mem_used_peak_bytes)
+        numbers["energy_per_sample_j"] = points[0].energy.per_sample_j if points[0].energy else None
+    return numbers
