@@ -9,6 +9,7 @@ The target's error is the dashed line.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence
 
@@ -42,15 +43,17 @@ def error_png(lines: Dict[str, Sequence[Dict[str, Any]]], target: Any, path: Pat
     if target is not None:
         ax.axhline(100.0 * (1.0 - target), linestyle="--", color="black", linewidth=1,
                    label=f"target {target * 100:g} % top-1")
-    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+    from matplotlib.ticker import LogLocator, MaxNLocator, ScalarFormatter
 
     ax.set_yscale("log")
+    # 1, 2, 3, 5, 10, 20 ... % rather than 2 x 10^0; every minor tick labelled would overlap near each decade
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 3.0, 5.0)))
     for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
-        axis(ScalarFormatter())  # 2, 3, 5, 10 % rather than 2 x 10^0
+        axis(ScalarFormatter())
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation error [%] (mean over runs; band: min-max)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=10)  # a group's title names its hardware and path
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     return figures.save(plt, fig, path)
