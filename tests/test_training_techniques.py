@@ -85,6 +85,24 @@ def test_the_setting_closest_to_full_use_is_the_highest_sm_activity():
     assert compare.closest_to_full_use(compare.utilization_frame([record()], {})) is None  # no telemetry
 
 
+def test_a_setting_timed_over_a_short_window_is_marked_and_its_best_line_says_so():
+    from analysis.techniques.sections import _best_line
+
+    # epoch 1 is warm-up: timed windows 1.0 s (one timed epoch of 1.0 s) and 12.0 s (three of 4.0 s)
+    short = record(config_key="a", sm_activity_mean=72.0, util_gpu_mean=90.0)
+    long = record(config_key="b", epochs=4, timed=[1, 2, 3], epoch_time_s=[9.0, 4.0, 4.0, 4.0],
+                  sm_activity_mean=30.0, util_gpu_mean=40.0)
+    frame = compare.utilization_frame([short, long], {"a": "utilization=a", "b": "utilization=b"}).set_index("setting")
+    assert frame.loc["utilization=a", "timed_s"] == 1.0 and bool(frame.loc["utilization=a", "short_window"])
+    assert frame.loc["utilization=b", "timed_s"] == 12.0 and not frame.loc["utilization=b", "short_window"]
+    assert compare.SHORT_WINDOW_S == 10.0
+    best = compare.closest_to_full_use(frame.reset_index())
+    assert best["setting"] == "utilization=a"
+    assert "timed window (1.0 s) is short" in _best_line(best)
+    best_long = compare.closest_to_full_use(frame.drop(index="utilization=a").reset_index())
+    assert "short" not in _best_line(best_long)
+
+
 @pytest.mark.parametrize("name, cifar_stem", [("resnet18", True), ("hpml_cnn", False)])
 def test_checkpointing_gives_the_same_gradients_and_keeps_fewer_activations(name, cifar_stem):
     torch.manual_seed(0)
@@ -177,6 +195,16 @@ def test_the_phase_shares_of_a_real_cpu_run_add_up(tmp_path, digits_root):
         assert row["forward_share"] > 0.05 and row["evaluation_share"] > 0
     assert "### Phase profile: phase_profile_cpu" in report and (folder / "phase_profile_1.png").exists()
     assert (folder / "phase_profile.tex").read_text().count("timed") >= 1
+
+
+@pytest.mark.parametrize("setting, epochs", [("baseline", 2), ("workers", 2), ("device_data", 2), ("all_host", 10),
+                                             ("all_device", 14)])
+def test_the_utilization_settings_with_fast_epochs_time_more_of_them(compose_values, setting, epochs):
+    # an H100 ran all_device's epoch in 1.1 s and all_host's in 1.7 s: 2 epochs gave a 1-2 s window (marked short)
+    values = compose_values(["experiment=gpu_utilization", f"utilization={setting}"])
+    assert values["workload"]["epochs"] == epochs
+    assert compose_values(["experiment=gpu_utilization", f"utilization={setting}", "workload.epochs=3"])[
+        "workload"]["epochs"] == 3  # the command line still decides
 
 
 def test_the_utilization_preset_runs_on_the_cpu_without_a_utilization_table(tmp_path, digits_root):

@@ -106,7 +106,16 @@ def checkpointing_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# NVML's utilization.gpu is the share of its own sample period (1/6 s to 1 s by product) with a kernel running: in a
+# timed window of a few seconds its edges (warm-up, evaluation, teardown) weigh on the mean. Below this the
+# table marks the window short (an H100 measured 71.9 % SM activity over a 1.1 s window of a setting that the
+# preset now times longer).
+SHORT_WINDOW_S = 10.0
+
+
 def utilization_frame(records: List[Mapping[str, Any]], labels: Mapping[str, str]) -> pd.DataFrame:
+    """One row per configuration; timed_s: the mean over its runs of the timed epochs' total time (the window the
+    telemetry numbers cover), short_window: timed_s < SHORT_WINDOW_S."""
     rows = []
     by_configuration: Dict[str, List[Mapping[str, Any]]] = {}
     for record in records:
@@ -115,8 +124,10 @@ def utilization_frame(records: List[Mapping[str, Any]], labels: Mapping[str, str
         runs = [r for r in runs if r["samples_per_epoch"]]  # results written before samples_per_epoch: no rate
         samples_per_s = [r["samples_per_epoch"] / statistics.fmean(r["epoch_time_s"][i] for i in r["timed"])
                          for r in runs]
+        timed_s = _mean([sum(r["epoch_time_s"][i] for i in r["timed"]) for r in runs])
         rows.append({"setting": labels.get(key, "") or "(the only configuration)", "runs": len(runs),
                      "samples_per_s_mean": _mean(samples_per_s), "samples_per_s_std": _std(samples_per_s),
+                     "timed_s": timed_s, "short_window": bool(timed_s is not None and timed_s < SHORT_WINDOW_S),
                      "util_gpu_mean": _mean(_known(runs, "util_gpu_mean")),
                      "sm_activity_mean": _mean(_known(runs, "sm_activity_mean"))})
     return pd.DataFrame(rows)
@@ -131,5 +142,5 @@ def closest_to_full_use(frame: pd.DataFrame) -> Optional[Dict[str, Any]]:
     return None
 
 
-__all__ = ["CHECKPOINTING_KEYS", "PRECISION_KEYS", "groups", "precision_frame", "checkpointing_frame",
+__all__ = ["CHECKPOINTING_KEYS", "PRECISION_KEYS", "SHORT_WINDOW_S", "groups", "precision_frame", "checkpointing_frame",
            "utilization_frame", "closest_to_full_use"]

@@ -51,7 +51,10 @@ UTILIZATION_INTRO = (
     "(mean ± sample std over runs), and GPU telemetry over them: utilization.gpu (the share of time some kernel "
     "ran) and SM activity (GPM: the share of the SMs' cycles with a warp resident, how much of the GPU the "
     "kernels used). Closest to full use: the highest SM activity (utilization.gpu where no SM activity was "
-    "sampled).")
+    "sampled). Timed window: the timed epochs' total time (mean over runs), what the telemetry numbers cover; "
+    f"under {compare.SHORT_WINDOW_S:g} s it is marked short: NVML averages utilization.gpu over its own period "
+    "(1/6 s to 1 s), so the window's edges (warm-up, evaluation) weigh on its mean; run more epochs to measure "
+    "such a setting.")
 
 
 def _num(value: Any, fmt: str, scale: float = 1.0, unit: str = "") -> str:
@@ -199,7 +202,15 @@ def _best_line(best: Optional[Mapping[str, Any]]) -> str:
     if best is None:
         return "No GPU telemetry: no setting can be named closest to full use."
     what = "SM activity" if best["by"] == "sm_activity_mean" else "utilization.gpu"
-    return f"Closest to full use: **{best['setting']}** ({what} {best[best['by']]:.1f} %)."
+    line = f"Closest to full use: **{best['setting']}** ({what} {best[best['by']]:.1f} %)."
+    if best["short_window"]:
+        line += (f" Its timed window ({best['timed_s']:.1f} s) is short: the window's edges (warm-up, evaluation) "
+                 "weigh on the number; time more epochs to measure its steady state.")
+    return line
+
+
+def _window(row: Mapping[str, Any]) -> str:
+    return _num(row["timed_s"], ".1f") + (" (short)" if row["short_window"] else "")
 
 
 def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
@@ -215,8 +226,8 @@ def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
         labels = differing_labels({r["config_key"]: r["config_items"] for r in runs})
         frame = compare.utilization_frame(runs, {k: v for k, v in labels.items()})
         frame = frame.sort_values("setting", key=lambda s: s.map(natural_key)).reset_index(drop=True)
-        headers = ["setting", "runs (n)", "samples/s", "util.gpu [%]", "SM activity [%]"]
-        body = [[r["setting"], r["runs"], _pm(r["samples_per_s_mean"], r["samples_per_s_std"], ".0f"),
+        headers = ["setting", "runs (n)", "samples/s", "timed window [s]", "util.gpu [%]", "SM activity [%]"]
+        body = [[r["setting"], r["runs"], _pm(r["samples_per_s_mean"], r["samples_per_s_std"], ".0f"), _window(r),
                  _num(r["util_gpu_mean"], ".1f"), _num(r["sm_activity_mean"], ".1f")] for r in frame.to_dict("records")]
         sections.append(Section(f"GPU utilization per setting: {sweep}", markdown=UTILIZATION_INTRO,
                                 tables=[Table("gpu_utilization", headers, body, frame)],

@@ -5,9 +5,10 @@
 # It writes the digits enlarged to TRAIN_SIZE images as CIFAR-10 batches and JPEG_SIZE of them as an image folder
 # under $SCRATCH, checks the CUDA path (tests/test_dataloader_gpu.py, stops on failure), then on each data set runs
 # experiment=$PRESET (the workers line at PyTorch's defaults) and the device path, then, while the time allows
-# (BUDGET_S), the DataLoader's options at OPTIONS_WORKERS workers; and reports all of it into $DEST (default
-# $OUT/<label> when $OUT is set, else this folder's <label>/): report/ (report.md, dataloader.csv,
-# dataloader_workers.png, telemetry) and runs/ (the sweeps: results, configs, logs, telemetry sidecars).
+# (BUDGET_S), the DataLoader's options at OPTIONS_WORKERS workers; and reports all of it into $DEST (default: this
+# folder's <label>/): report/ (report.md, dataloader.csv, dataloader_workers.png, telemetry) and runs/ (the sweeps:
+# results, configs, logs, telemetry sidecars). With $OUT set (the device runner), $DEST is packed into
+# $OUT/<label>.tgz: a runner returns a limited number of files.
 #
 # Knobs (environment), the defaults being the H200 run's:
 #   TRAIN_SIZE=50000 JPEG_SIZE=25000 PRESET=dataloader_workers OPTIONS_WORKERS=8 PIN=true BUDGET_S=360 EXTRA=""
@@ -31,7 +32,7 @@ BUDGET_S=${BUDGET_S:-360}
 EXTRA=${EXTRA:-}
 DATASETS=${DATASETS:-cifar jpeg}
 SCRATCH=${SCRATCH:-/tmp/hpml-dataloader-$label}
-if [ -n "${OUT:-}" ]; then DEST=${DEST:-$OUT/$label}; else DEST=${DEST:-$here/$label}; fi
+if [ -n "${OUT:-}" ]; then DEST=${DEST:-$SCRATCH-dest}; else DEST=${DEST:-$here/$label}; fi
 hpml=(python -m launcher.cli)
 export PYTHONUNBUFFERED=1
 failed=0 fastest_s=100000  # fastest_s: the shortest seconds per point of a launch so far (start-up + fast epochs)
@@ -89,5 +90,6 @@ rm -f "$SCRATCH/sweeps/latest"
 "${hpml[@]}" report "$SCRATCH/sweeps" --out "$DEST/report" | tail -60
 rm -rf "$DEST/runs" && cp -r "$SCRATCH/sweeps" "$DEST/runs"  # runs/, not sweeps/ (which git ignores)
 find "$DEST/runs" -maxdepth 2 -name jobs -type d -exec rm -rf {} +  # submitit's pickles: not results
+if [ -n "${OUT:-}" ]; then tar czf "$OUT/$label.tgz" -C "$DEST" . && step "packed: $OUT/$label.tgz"; fi
 step "done: $DEST"
 exit $failed
