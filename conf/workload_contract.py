@@ -112,3 +112,12 @@ def check_one_process(resources: ResourcesConfig, why: str) -> None:
     require(resources.world_size == 1, "resources.workers_per_node", f"1 on 1 node ({why})",
             resources.workers_per_node if resources.nodes == 1 else f"{resources.workers_per_node} on "
                                                                     f"{resources.nodes} nodes")
+
+
+def check_loader_workers_fit(loader_workers: int, resources: ResourcesConfig) -> None:
+    """A DataLoader's worker processes share the CPUs the point gives each worker process (SLURM allocates
+    workers_per_node x cpus_per_worker); more would measure their contention, not the setting."""
+    require(loader_workers <= resources.cpus_per_worker, "workload.loader_workers",
+            f"at most resources.cpus_per_worker={resources.cpus_per_worker}, the CPUs each worker process is "
+            "given (its loader processes share them); raise resources.cpus_per_worker, up to the node's cores",
+            loader_workers)

@@ -298,7 +298,7 @@ CIFAR = ["workload.dataset=cifar10", "workload.data_root=/d"]
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["workload.batch_augmentation=0"], "workload.batch_augmentation=0 is not allowed: an integer >= 1"),
+    (["workload.batch_augmentation=0"], "workload.batch_augmentation=0 is not allowed: an integer in [1, 1024]"),
     (["workload.batch_augmentation=2"],
      "workload.batch_augmentation=2 is not allowed: 1 unless workload.dataset is cifar10, image_folder or auto"),
     (["workload.dataset=synthetic_device", "workload.batch_augmentation=2"],
@@ -308,18 +308,47 @@ CIFAR = ["workload.dataset=cifar10", "workload.data_root=/d"]
      "workload.accumulation_chunks=3 is not allowed: a divisor of the 2 x 32 = 64 samples of a worker's step"),
     (["workload.lr_decay=step"], "workload.lr_milestones=[] is not allowed: increasing epochs"),
     (["workload.lr_decay=step", "workload.lr_milestones=[75,50]"], "workload.lr_milestones=[75.0, 50.0] is not allowed"),
-    (["workload.lr_decay=step", "workload.warmup_epochs=5", "workload.lr_milestones=[5,10]"],
+    (["workload.epochs=20", "workload.lr_decay=step", "workload.warmup_epochs=5", "workload.lr_milestones=[5,10]"],
      "workload.lr_milestones=[5.0, 10.0] is not allowed: increasing epochs, each > workload.warmup_epochs=5.0"),
     (["workload.lr_milestones=[50]"], "workload.lr_milestones=[50.0] is not allowed: [] unless workload.lr_decay=step"),
-    (["workload.lr_decay=step", "workload.lr_milestones=[50]", "workload.lr_gamma=0"],
+    (["workload.epochs=100", "workload.lr_decay=step", "workload.lr_milestones=[50]", "workload.lr_gamma=0"],
      "workload.lr_gamma=0.0 is not allowed: a factor in (0, 1]"),
-    (["workload.lr_decay=step", "workload.lr_milestones=[50]", "workload.lr_gamma=1.5"],
+    (["workload.epochs=100", "workload.lr_decay=step", "workload.lr_milestones=[50]", "workload.lr_gamma=1.5"],
      "workload.lr_gamma=1.5 is not allowed"),
+    # values that would be accepted and never take effect, or blow up at run time: refused by their class
+    (["workload.epochs=30", "workload.lr_decay=step", "workload.lr_milestones=[15,30]"],
+     "workload.lr_milestones=[15.0, 30.0] is not allowed: increasing epochs, each > workload.warmup_epochs=0.0 and "
+     "< workload.epochs=30 (a later one would never apply)"),
+    (["workload.epochs=4", "workload.warmup_epochs=4"], "workload.warmup_epochs=4.0 is not allowed: fewer than "
+     "workload.epochs=4 (else the whole run is warm-up)"),
+    ([*CIFAR, "workload.epochs=4", "workload.eval_every=5"],
+     "workload.eval_every=5 is not allowed: at most workload.epochs=4 (0: never), else no evaluation would run"),
+    ([*CIFAR, "workload.batch_augmentation=1025"], "workload.batch_augmentation=1025 is not allowed: an integer in "
+     "[1, 1024]"),
+    ([*CIFAR, "workload.batch_augmentation=2", "workload.augment=false"],
+     "workload.batch_augmentation=2 is not allowed: 1 when there is no augmentation to draw per copy"),
+    ([*CIFAR, "workload.cutout_holes=65"], "workload.cutout_holes=65 is not allowed: an integer in [0, 64]"),
+    ([*CIFAR, "workload.crop_padding=33"], "workload.crop_padding=33 is not allowed: an integer in [0, "
+     "workload.image_size=32]"),
+    ([*CIFAR, "workload.image_size=64"], "workload.image_size=64 is not allowed: 32 when workload.dataset=cifar10"),
+    (["workload.loader_workers=1000000", "resources.cpus_per_worker=2"], "workload.loader_workers=1000000 is not "
+     "allowed: at most resources.cpus_per_worker=2"),
+    (["workload.model=resnet18", "workload.batch_size=1"], "workload.batch_size=1 is not allowed: a batch giving "
+     "each forward pass at least 2 samples per device for resnet18 (it has BatchNorm"),
+    ([*CIFAR, "workload.model=resnet18", "workload.batch_size=4", "workload.accumulation_chunks=4"],
+     "4 per worker / 1 device(s) x 1 copies / 4 chunks = 1"),
 ])
 def test_every_new_key_refuses_bad_values_in_one_line_naming_the_key(compose_values, overrides, message):
     with pytest.raises(ConfigValueError) as caught:
         config_from_dict(compose_values(overrides))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_one_sample_per_forward_is_refused_only_for_a_model_with_batchnorm(compose_values):
+    # vgg11 has no BatchNorm (vgg11_bn has): one sample per forward trains
+    config_from_dict(compose_values(["workload.model=vgg11", "workload.batch_size=1"]))
+    with pytest.raises(ConfigValueError, match="for vgg11_bn .it has BatchNorm"):
+        config_from_dict(compose_values(["workload.model=vgg11_bn", "workload.batch_size=1"]))
 
 
 def test_a_bad_value_stops_hpml_launch_before_anything_runs(tmp_path):
@@ -338,6 +367,21 @@ def digits(tmp_path_factory):
     done = run_hpml(["data", "digits", "--root", str(root / "data"), "--ood", str(root / "ood")], cwd=root)
     assert done.returncode == 0, done.stderr
     return root / "data"
+
+
+@pytest.mark.parametrize("override, message", [
+    # the digits' training split has 1,438 images: a batch of 2,000 passed the old check (CIFAR-10's 50,000)
+    ("workload.batch_size=2000", "workload.batch_size=2000 is not allowed: a batch that fits the data: 1 worker(s) x "
+     "2000 samples per step is more than the 1438 training samples of an epoch (workload.dataset=cifar10); lower "
+     "workload.batch_size or use a larger data set than"),
+    ("workload.num_classes=5", "workload.num_classes=5: the data set at {root} has 10 classes; set "
+     "workload.num_classes=10"),
+])
+def test_the_data_on_disk_decides_the_batch_and_the_classes_before_anything_runs(digits, tmp_path, override, message):
+    done = run_hpml(["launch", "experiment=batch_augmentation_digits_tiny", f"workload.data_root={digits}", override,
+                     "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 2 and message.format(root=digits) in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "sweeps").exists()
 
 
 def test_the_tiny_digits_preset_trains_two_copies_in_chunks_and_reports_them(digits, tmp_path):

@@ -60,7 +60,7 @@ def test_image_folder_reads_class_subfolders(tmp_path, compose_values):
             pixels = np.random.default_rng(i).integers(0, 256, (40, 48, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(tmp_path / "train" / cls / f"{i}.png")
     cfg = train_config(compose_values, "workload.dataset=image_folder", f"workload.data_root={tmp_path}",
-                       "workload.image_size=32", "workload.num_classes=2")
+                       "workload.image_size=32", "workload.num_classes=2", "workload.batch_size=4")
     dataset = build_dataset(cfg, seed=0)
     assert len(dataset) == 6 and dataset.classes == ["cats", "dogs"]
     image, label = dataset[5]

@@ -237,8 +237,8 @@ def test_on_a_gpu_the_batches_are_the_cpus_order_and_the_data_phase_is_device_ti
     (["workload.data_placement=device"], "workload.data_placement='device' is not allowed: host unless workload.dataset"),
     (["workload.device_data_share=0"], "workload.device_data_share=0.0 is not allowed: a fraction in (0, 1]"),
     (["workload.device_data_share=1.5"], "workload.device_data_share=1.5 is not allowed"),
-    (["workload.crop_padding=-1"], "workload.crop_padding=-1 is not allowed: an integer >= 0"),
-    (["workload.cutout_holes=-2"], "workload.cutout_holes=-2 is not allowed: an integer >= 0"),
+    (["workload.crop_padding=-1"], "workload.crop_padding=-1 is not allowed: an integer in [0, workload.image_size=32]"),
+    (["workload.cutout_holes=-2"], "workload.cutout_holes=-2 is not allowed: an integer in [0, 64]"),
     (["workload.cutout_holes=1"], "workload.cutout_holes=1 is not allowed: 0 unless workload.dataset is cifar10"),
     (["workload.dataset=cifar10", "workload.data_root=/d", "workload.cutout_holes=1", "workload.cutout_size=0"],
      "workload.cutout_size=0 is not allowed: an integer in [1, workload.image_size=32]"),
@@ -269,7 +269,8 @@ def test_an_image_folder_is_decoded_once_at_image_size(tmp_path, compose_values)
                 Image.fromarray(pixels).save(tmp_path / split / cls / f"{i}.png")
     Image.fromarray(np.full((20, 20), 200, dtype=np.uint8)).save(tmp_path / "train" / "dogs" / "gray.png")
     cfg = config_from_dict(compose_values(["workload.dataset=image_folder", f"workload.data_root={tmp_path}",
-                                           "workload.image_size=16", "workload.num_classes=2"])).workload
+                                           "workload.image_size=16", "workload.num_classes=2",
+                                           "workload.batch_size=4"])).workload  # the folder holds 7 images
     train = decode_split(cfg, cfg.dataset, train=True)
     held_out = decode_split(cfg, cfg.dataset, train=False)
     assert train.images.shape == (7, 3, 16, 16) and train.images.dtype == torch.uint8

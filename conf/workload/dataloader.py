@@ -20,7 +20,7 @@ from typing import List, Optional
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload.train import DataPlacement, missing_cifar10_files
-from conf.workload_contract import WorkloadConfig
+from conf.workload_contract import WorkloadConfig, check_loader_workers_fit
 
 CIFAR10_SIDE = 32  # CIFAR-10's images are 32 x 32; image_size applies to image folders only
 
@@ -88,12 +88,7 @@ class DataloaderConfig(WorkloadConfig):
         require(not (self.pin_memory and self.runs_on_cpu(resources)), "workload.pin_memory",
                 "false when the workers run on the CPU (resources.gpus_per_node=0 or workload.device=cpu): there is "
                 "no copy to a device for pinned memory to speed up", self.pin_memory)
-        # The loader's processes share the CPUs the point is given (SLURM allocates workers_per_node x
-        # cpus_per_worker); more would measure their contention, not the setting.
-        require(self.loader_workers <= resources.cpus_per_worker, "workload.loader_workers",
-                f"at most resources.cpus_per_worker={resources.cpus_per_worker}, the CPUs each worker process is "
-                "given (its loader processes share them); raise resources.cpus_per_worker, up to the node's cores",
-                self.loader_workers)
+        check_loader_workers_fit(self.loader_workers, resources)
 
     def preflight_problems(self) -> List[str]:
         problem = data_problem(self)

@@ -12,15 +12,22 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+from conf.data_on_disk import OnDisk, cifar10_on_disk as cifar10_layout, image_folder_on_disk
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
-from conf.workload_contract import Scaling, WorkloadConfig, check_strong_scaling_batch
+from conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
 
 # torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
 # reader both look for exactly these)
 CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
 CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
+CIFAR10_SIDE = 32  # its images are 32 x 32
+# Cutout's holes per image: DeVries & Taylor use one; past 64 the holes cover a 32x32 image many times over, and the
+# batched mask (samples x holes x H x W) grows with them (a million holes asked for 65 GB)
+MAX_CUTOUT_HOLES = 64
+# M copies of each sample per step: Hoffer et al. go to 32 (and 64 in one ablation); 1024 is far above any study
+MAX_BATCH_AUGMENTATION = 1024
 
 
 class Dataset(str, Enum):
@@ -183,8 +190,18 @@ class TrainConfig(WorkloadConfig):
                 f"a number of epochs > workload.warmup_epochs={self.warmup_epochs} when workload.lr_decay=linear",
                 self.lr_decay_epochs)
         require(0 <= self.label_smoothing < 1, "workload.label_smoothing", "a number in [0, 1)", self.label_smoothing)
-        require(self.crop_padding >= 0, "workload.crop_padding", "an integer >= 0 (0: no crop)", self.crop_padding)
-        require(self.cutout_holes >= 0, "workload.cutout_holes", "an integer >= 0 (0: no Cutout)", self.cutout_holes)
+        require(self.eval_every <= self.epochs, "workload.eval_every",
+                f"at most workload.epochs={self.epochs} (0: never), else no evaluation would run", self.eval_every)
+        require(self.warmup_epochs < self.epochs, "workload.warmup_epochs",
+                f"fewer than workload.epochs={self.epochs} (else the whole run is warm-up)", self.warmup_epochs)
+        require(self.dataset != Dataset.cifar10 or self.image_size == CIFAR10_SIDE, "workload.image_size",
+                f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the size "
+                "applies to image_folder and the synthetic data sets)", self.image_size)
+        require(0 <= self.crop_padding <= self.image_size, "workload.crop_padding",
+                f"an integer in [0, workload.image_size={self.image_size}] (0: no padding before the random crop)",
+                self.crop_padding)
+        require(0 <= self.cutout_holes <= MAX_CUTOUT_HOLES, "workload.cutout_holes",
+                f"an integer in [0, {MAX_CUTOUT_HOLES}] (0: no Cutout; DeVries & Taylor use 1)", self.cutout_holes)
         require(self.cutout_holes == 0 or 1 <= self.cutout_size <= self.image_size, "workload.cutout_size",
                 f"an integer in [1, workload.image_size={self.image_size}] when workload.cutout_holes > 0",
                 self.cutout_size)
@@ -229,6 +246,9 @@ class TrainConfig(WorkloadConfig):
                 f"{resources.workers_per_node} on {resources.nodes} node(s)")
         check_batch_fits_data(self, world)
         check_accumulation_chunks(self, per_worker_batch(self, world))
+        if self.data_placement == DataPlacement.host:  # the device path has no DataLoader (a preset's workers wait
+            check_loader_workers_fit(self.loader_workers, resources)  # for workload.data_placement=host)
+        check_batchnorm_samples(self, per_worker_batch(self, world))
 
     def preflight_problems(self) -> List[str]:
         problems = [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
@@ -253,18 +273,23 @@ def check_step_decay(cfg: TrainConfig) -> None:
         require(not milestones, "workload.lr_milestones",
                 f"[] unless workload.lr_decay=step (lr_decay={cfg.lr_decay.value} does not read it)", milestones)
         return
-    require(bool(milestones) and all(isinstance(m, (int, float)) and m > cfg.warmup_epochs for m in milestones)
+    require(bool(milestones) and all(isinstance(m, (int, float)) and cfg.warmup_epochs < m < cfg.epochs
+                                     for m in milestones)
             and all(a < b for a, b in zip(milestones, milestones[1:])), "workload.lr_milestones",
-            f"increasing epochs, each > workload.warmup_epochs={cfg.warmup_epochs}, when workload.lr_decay=step "
-            "(e.g. [50, 75])", milestones)
+            f"increasing epochs, each > workload.warmup_epochs={cfg.warmup_epochs} and < workload.epochs={cfg.epochs} "
+            "(a later one would never apply), when workload.lr_decay=step (e.g. [50, 75])", milestones)
     require(0 < cfg.lr_gamma <= 1, "workload.lr_gamma", "a factor in (0, 1] (e.g. 0.1: divided by 10)", cfg.lr_gamma)
 
 
 def check_batch_augmentation(cfg: TrainConfig) -> None:
     """M >= 1 copies, only where there is an augmentation to draw (a real data set); chunks >= 1 (their division
     of the step is checked in check_resources, where the per-worker batch is known)."""
-    require(type(cfg.batch_augmentation) is int and cfg.batch_augmentation >= 1, "workload.batch_augmentation",
-            "an integer >= 1 (copies of each sample per step; 1: off)", cfg.batch_augmentation)
+    require(type(cfg.batch_augmentation) is int and 1 <= cfg.batch_augmentation <= MAX_BATCH_AUGMENTATION,
+            "workload.batch_augmentation", f"an integer in [1, {MAX_BATCH_AUGMENTATION}] (copies of each sample per "
+            "step; 1: off)", cfg.batch_augmentation)
+    require(cfg.batch_augmentation == 1 or cfg.augment or cfg.cutout_holes > 0, "workload.batch_augmentation",
+            "1 when there is no augmentation to draw per copy (workload.augment=false and workload.cutout_holes=0: "
+            "the M copies would be identical)", cfg.batch_augmentation)
     require(cfg.batch_augmentation == 1 or cfg.dataset in REAL_DATASETS + (Dataset.auto,),
             "workload.batch_augmentation", f"1 unless workload.dataset is cifar10, image_folder or auto "
             f"(dataset={cfg.dataset.value} has no augmentation to draw per copy)", cfg.batch_augmentation)
@@ -294,11 +319,25 @@ def check_data_parallel(cfg: TrainConfig, resources: ResourcesConfig) -> None:
                 f"at most resources.gpus_per_node={resources.gpus_per_node}", cfg.dp_devices)
 
 
+def on_disk(cfg: TrainConfig) -> Optional[OnDisk]:
+    """What the configured real data set holds on disk (cifar10, or auto that found CIFAR-10; image_folder); None
+    for synthetic data or data that is not there (the preflight says so)."""
+    if cfg.dataset in (Dataset.cifar10, Dataset.auto):
+        return cifar10_layout(cfg.data_root)
+    if cfg.dataset == Dataset.image_folder:
+        return image_folder_on_disk(cfg.data_root)
+    return None
+
+
 def epoch_samples(cfg: TrainConfig) -> Optional[int]:
-    """Samples in one epoch where the config tells without reading the data (image_folder: unknown)."""
+    """Samples in one epoch: the data set's on disk where it is there, else what the config tells (CIFAR-10's
+    50,000, the synthetic size; None for an image folder not there)."""
     if cfg.dataset in (Dataset.synthetic, Dataset.synthetic_device):
         return cfg.synthetic_samples
-    if cfg.dataset == Dataset.cifar10 or (cfg.dataset == Dataset.auto and cifar10_on_disk(cfg.data_root)):
+    found = on_disk(cfg)
+    if found is not None:
+        return found.train_samples
+    if cfg.dataset == Dataset.cifar10:
         return CIFAR10_TRAIN_SAMPLES
     return cfg.synthetic_samples if cfg.dataset == Dataset.auto else None
 
@@ -310,10 +349,36 @@ def check_batch_fits_data(cfg: TrainConfig, world: int) -> None:
     if samples is None:
         return
     per_worker = per_worker_batch(cfg, world)
+    synthetic = cfg.dataset in (Dataset.synthetic, Dataset.synthetic_device) or on_disk(cfg) is None and \
+        cfg.dataset == Dataset.auto
+    remedy = "raise workload.synthetic_samples" if synthetic else f"use a larger data set than {cfg.data_root}"
     require(per_worker * world <= samples, "workload.batch_size",
             f"a batch that fits the data: {world} worker(s) x {per_worker} samples per step is more than the "
-            f"{samples} samples of an epoch (workload.dataset={cfg.dataset.value}); lower workload.batch_size "
-            "or raise workload.synthetic_samples", cfg.batch_size)
+            f"{samples} training samples of an epoch (workload.dataset={cfg.dataset.value}); lower "
+            f"workload.batch_size or {remedy}", cfg.batch_size)
+
+
+def check_batchnorm_samples(cfg: TrainConfig, per_worker: int) -> None:
+    """BatchNorm in training cannot normalize one sample (PyTorch raises at the first forward): refuse a forward
+    pass of one sample per device (the batch split over DataParallel's devices, times M, over the chunks) for a
+    model that has BatchNorm. The model is built (on the meta device: no memory) only in that rare case."""
+    samples = per_worker // cfg.devices_per_worker * cfg.batch_augmentation // cfg.accumulation_chunks
+    if samples >= 2 or model_problem(cfg.model):
+        return
+    import torch  # only for this rare case: composing a sweep does not load torch otherwise
+
+    from models.build import build_classifier
+
+    try:
+        with torch.device("meta"):
+            model = build_classifier(cfg.model, cfg.num_classes, cfg.cifar_stem)
+    except ValueError:
+        return  # the model's own problem (e.g. cifar_stem on a non-ResNet) is refused where it is checked
+    has_batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    require(not has_batchnorm, "workload.batch_size",
+            f"a batch giving each forward pass at least 2 samples per device for {cfg.model} (it has BatchNorm, which "
+            f"cannot normalize one sample in training): {per_worker} per worker / {cfg.devices_per_worker} device(s) "
+            f"x {cfg.batch_augmentation} copies / {cfg.accumulation_chunks} chunks = {samples}", cfg.batch_size)
 
 
 def cifar10_on_disk(root: Optional[str]) -> bool:
@@ -341,4 +406,8 @@ def data_problem(cfg: TrainConfig) -> Optional[str]:
     if cfg.dataset == Dataset.image_folder and cfg.eval_every and not (Path(cfg.data_root) / "val").is_dir():
         return (f"workload.data_root={cfg.data_root}: no val/ folder of class sub-folders to evaluate on "
                 "(workload.eval_every > 0)")
+    found = on_disk(cfg)
+    if found is not None and found.classes != cfg.num_classes:
+        return (f"workload.num_classes={cfg.num_classes}: the data set at {cfg.data_root} has {found.classes} "
+                f"classes; set workload.num_classes={found.classes}")
     return None
