@@ -59,10 +59,18 @@ def take_inventory(root: Path) -> Inventory:
                 found.manifests.append(entry.path)
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(entry.path)
-            if in_points and entry.name.isdigit() and entry.is_dir():
+            if in_points and entry.name.isdigit() and _is_dir(entry):
                 numbered.add(int(entry.name))  # a linked point folder counts too (its result is read by path)
         if numbered:
             found.point_folders[os.path.dirname(folder)] = numbered
     found.results.sort(key=path_order)
     found.manifests.sort(key=path_order)
     return found
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    """Whether the entry is a folder, following a link; a link loop or an unreadable link is not one."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

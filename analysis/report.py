@@ -17,11 +17,11 @@ import gc
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from analysis import telemetry
 from analysis.registry import REPORTS, RESULT_CHECKS
-from analysis.results import (LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results,
+from analysis.results import (MALFORMED, LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results,
                               where)
 from analysis.sections import Section, cap_figures, report_markdown
 from analysis.write_aside import write_sections_aside
@@ -63,6 +63,34 @@ def problems_section(problems: Sequence[Problem]) -> Section:
                             "above do not include them.\n\n" + "\n".join(lines))
 
 
+def guarded(part: Callable[[WorkloadResults], List[Section]], results: WorkloadResults,
+            problems: List[Problem]) -> List[Section]:
+    """part(results); where a damaged result breaks it (a value of the wrong type, out of range: MALFORMED), the
+    results that break it on their own are left out with the error and the part is built again without them.
+    A part that still fails (results that only break it together, e.g. values of two types to sort) is one
+    Problem and no section: a report is never lost to one result.json."""
+    try:
+        return part(results)
+    except MALFORMED as error:
+        first = error
+    what = f"{part.__module__.rsplit('.', 1)[-1]} section of the {results.workload} report"
+    for doc in results.ok:
+        try:
+            part(WorkloadResults(results.workload, [doc]))
+        except MALFORMED as error:
+            results.leave_out(doc, f"breaks the {what} ({type(error).__name__}: {error})")
+    left_out = {id(doc) for doc, _ in results.unreadable}
+    results.docs = [doc for doc in results.docs if id(doc) not in left_out]
+    try:
+        return part(results)
+    except MALFORMED as error:
+        first = error
+    problems.append(Problem(Path(results.docs[0]["path"]).parent if results.docs and results.docs[0].get("path")
+                            else Path("."), f"the {what} was not built: its results together raise "
+                                            f"{type(first).__name__}: {first}"))
+    return []
+
+
 def workload_sections(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Section], List[LeftOut], List[Problem]]:
     """Each registered workload's sections of its results (its report's parts in order); the results no table
     shows, with why; and, as problems, ok results that their workload's report put in no table without saying
@@ -83,7 +111,7 @@ def workload_sections(rows: Sequence[Dict[str, Any]]) -> Tuple[List[Section], Li
             continue
         results = WorkloadResults(name, by_workload[name])
         for part in parts:
-            sections += part(results)
+            sections += guarded(part, results, unshown)
         left_out.update((id(doc), why) for doc, why in results.unreadable)
         unshown += [Problem(Path(where(doc)), f"read and ok, but no table of the {name} report shows it")
                     for doc in results.ok if id(doc) not in results.tabulated and id(doc) not in left_out]

@@ -89,8 +89,11 @@ def parse_result(path: str | Path, checks: Optional[Mapping[str, ResultCheck]] =
 
 def _job_state(folder: Path) -> str:
     """What the point's state.json (kept by the launcher's job) says, to explain a missing result."""
-    if not (folder / STATE_FILE).exists():
-        return "no job state recorded: never started, or still queued"
+    try:
+        if not (folder / STATE_FILE).exists():
+            return "no job state recorded: never started, or still queued"
+    except OSError as error:  # a point folder the user may not look inside, a link loop
+        return f"job state unreadable: {error.strerror or error}"
     state, why = read_json_file(folder / STATE_FILE, STATE_LIMIT)
     if why is not None:
         return f"job state unreadable: {why}"
@@ -188,7 +191,32 @@ def load_results(root: str | Path, checks: Optional[Mapping[str, ResultCheck]] =
                 loaded.rows.append(row)
             loaded.problems.extend(problems)
     loaded.problems.extend(missing)
+    drop_copies(loaded)
     return loaded
+
+
+def drop_copies(loaded: LoadedResults) -> None:
+    """A result.json copied beside itself (a point folder or a whole sweep duplicated by hand) would count twice
+    in every mean and n: a result equal to an earlier one in everything but its path is a copy; the first by
+    path stays and each copy is one Problem. Compared in full only where sweep, point, repeat and start time
+    agree (two launches under one sweep name differ in their measurements, if not in their start)."""
+    earlier: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    kept = []
+    for row in loaded.rows:
+        ident = row["identity"]
+        same_key = earlier.setdefault((ident["sweep"], ident["point"], ident.get("repeat"), row.get("started_at")), [])
+        original = next((doc for doc in same_key if _equal_but_path(doc, row)), None)
+        if original is not None:
+            loaded.problems.append(Problem(Path(where(row)), f"a copy of {where(original)} (equal in everything "
+                                                             "but its path): left out, so that it counts once"))
+            continue
+        same_key.append(row)
+        kept.append(row)
+    loaded.rows = kept
+
+
+def _equal_but_path(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return a.keys() == b.keys() and all(a[k] == b[k] for k in a if k != "path")
 
 
 def where(doc: Mapping[str, Any]) -> str:
@@ -196,12 +224,17 @@ def where(doc: Mapping[str, Any]) -> str:
     return doc.get("path") or f"{doc['identity']['sweep']} point {doc['identity']['point']}"
 
 
+# What reading a result's measurements raises when one is missing, of the wrong type or out of range (a damaged
+# or hand-edited result.json): the result is left out with the error, the report goes on
+MALFORMED = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError)
+
+
 @dataclass
 class WorkloadResults:
     """Every loaded result of one workload (any status, sorted by path), as its registered report gets them.
 
     rows(build) builds table rows from the ok results; a result whose measurements `build` cannot read
-    (KeyError, TypeError, ValueError, IndexError) goes to `unreadable` with the error, and the report lists
+    (MALFORMED: a key missing, a value of the wrong type or out of range) goes to `unreadable` with the error, and the report lists
     it under "Results not in a table" instead of failing. `tabulated` keeps the id of every result that gave
     a row, so the report can name an ok result that its workload's report put in no table (issue 25)."""
 
@@ -214,6 +247,9 @@ class WorkloadResults:
     def ok(self) -> List[Dict[str, Any]]:
         return [doc for doc in self.docs if doc["status"] == "ok"]
 
+    def leave_out(self, doc: Dict[str, Any], why: str) -> None:
+        self.unreadable.append((doc, why))
+
     def rows(self, build: Callable[[Mapping[str, Any]], List[Dict[str, Any]]],
              docs: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
         """build(doc) of every ok result (or of `docs`), concatenated."""
@@ -221,9 +257,8 @@ class WorkloadResults:
         for doc in self.ok if docs is None else docs:
             try:
                 built = build(doc)
-            except (KeyError, TypeError, ValueError, IndexError) as error:
-                self.unreadable.append((doc, f"unreadable {self.workload} measurements "
-                                             f"({type(error).__name__}: {error})"))
+            except MALFORMED as error:
+                self.leave_out(doc, f"unreadable {self.workload} measurements ({type(error).__name__}: {error})")
                 continue
             rows.extend(built)
             if built:

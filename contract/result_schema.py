@@ -121,6 +121,8 @@ def telemetry_errors(doc: Mapping[str, Any]) -> List[str]:
     block = doc["telemetry"]
     if block["status"] == "ok" and not block["sidecars"]:
         errors.append("telemetry.sidecars: empty, but status is ok")
+    if len(set(block["sidecars"])) != len(block["sidecars"]):  # read twice, its GPUs and energy would count twice
+        errors.append(f"telemetry.sidecars: a name listed twice ({shown(block['sidecars'])})")
     if block["status"] != "ok" and (block["sidecars"] or block["reason"] is None):
         errors.append(f"telemetry: status {block['status']} needs a reason and no sidecars")
     return errors

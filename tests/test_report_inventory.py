@@ -146,3 +146,90 @@ def test_an_ok_result_that_no_table_shows_is_a_problem(tmp_path, monkeypatch):
 
     assert found == {str(tmp_path / "points/1/result.json"): "read and ok, but no table of the train report "
                                                              "shows it"}
+
+
+# --- damaged or copied results never take the report down or count twice (a bad-input probe, issue 25's rule) ---
+
+def left_out(report) -> dict:
+    """{result path: why} of the report's "Results not in a table"."""
+    return {where: why for row, why in report.left_out for where in [row["path"]]}
+
+
+def test_a_result_that_breaks_a_section_is_left_out_with_the_error_and_the_rest_is_reported(tmp_path):
+    write_manifest(tmp_path, points=[0, 1])
+    write_result(tmp_path, good(0))
+    broken = good(1)
+    broken["measurements"]["batch_probe"] = [1]  # a list where the batch probe's object belongs: the table's TypeError
+    write_result(tmp_path, broken)
+
+    report = build_report(tmp_path)
+
+    why = left_out(report)[str(tmp_path / "points/1/result.json")]
+    assert why.startswith("breaks the train section of the train report (") and "Error" in why
+    assert "| 1 × 1 |" in report.markdown  # point 0's row is still there
+
+
+def test_results_that_only_break_a_section_together_are_one_problem(tmp_path, monkeypatch):
+    real = registry.REPORTS["train"]
+
+    def fails_on_two(results):
+        if len(results.ok) > 1:
+            raise TypeError("'<' not supported between instances of 'str' and 'int'")
+        return real[0](results)
+
+    monkeypatch.setitem(registry.REPORTS, "train", (fails_on_two,))
+    write_manifest(tmp_path, points=[0, 1])
+    write_result(tmp_path, good(0))
+    write_result(tmp_path, good(1))
+
+    report = build_report(tmp_path)
+
+    messages = list(problems(report).values())
+    assert any(m.startswith("the test_report_inventory section of the train report was not built: its results "
+                            "together raise TypeError") for m in messages), messages
+
+
+def test_a_copied_result_counts_once_and_is_named(tmp_path):
+    write_manifest(tmp_path / "sweep", points=[0])
+    write_result(tmp_path / "sweep", good(0))
+    copy = tmp_path / "sweep" / "points" / "0_copy"
+    copy.mkdir()
+    (copy / "result.json").write_text((tmp_path / "sweep/points/0/result.json").read_text())
+    other_launch = good(0)
+    other_launch["measurements"]["epoch_time_s"] = [9, 5, 5]  # the same name and point, launched again: not a copy
+    other_launch["measurements"]["epoch_time_s_per_rank"] = [[9], [5], [5]]
+    write_result(tmp_path / "again", other_launch)
+
+    report = build_report(tmp_path)
+
+    assert len(report.loaded.rows) == 2
+    assert problems(report)[str(copy / "result.json")] == (
+        f"a copy of {tmp_path / 'sweep/points/0/result.json'} (equal in everything but its path): left out, so "
+        "that it counts once")
+
+
+@pytest.mark.parametrize("evaluation, message", [
+    ({"epoch": [1, 2], "top1": [0.5, 97.5]}, "measurements.evaluation.top1: expected fractions in [0, 1]"),
+    ({"epoch": [2, 1], "top1": [0.5, 0.6]}, "measurements.evaluation.epoch: expected increasing epochs >= 1"),
+    ({"epoch": [1, 2], "top1": [0.5]}, "measurements.evaluation: its lists differ in length (epoch 2, top1 1)"),
+    ([0.5], "measurements.evaluation: expected an object of lists"),
+], ids=["percent", "order", "lengths", "list"])
+def test_an_evaluation_record_out_of_its_range_is_a_problem(tmp_path, evaluation, message):
+    doc = good(0)
+    doc["measurements"]["evaluation"] = evaluation
+    write_result(tmp_path, doc)
+
+    found = problems(build_report(tmp_path))
+
+    assert found[str(tmp_path / "points/0/result.json")].startswith(message)
+
+
+def test_a_point_folder_in_a_link_loop_or_unreadable_is_one_line(tmp_path):
+    write_manifest(tmp_path, points=[0, 1])
+    write_result(tmp_path, good(0))
+    (tmp_path / "points" / "1").symlink_to(tmp_path / "points" / "1")  # a link to itself
+
+    report = build_report(tmp_path)
+
+    assert [row["identity"]["point"] for row in report.loaded.rows] == [0]
+    assert str(tmp_path / "points/1/result.json") in problems(report)

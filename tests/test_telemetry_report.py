@@ -21,6 +21,7 @@ from analysis.telemetry.points import PointTelemetry, name_figures
 from analysis.telemetry.series import SIDECAR_JSON_LIMIT, SidecarError, load_sidecar
 from analysis.telemetry.stats import (BUSY_UTIL_GPU_MIN, LOW_SM_ACTIVITY_MAX, Spread, spread, timed_energy,
                                       under_occupied)
+from contract.result_schema import validate_result
 from contract.sweep_layout import RESULT_FILE, point_dir
 from contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_VERSION, sidecar_name
 from tests.conftest import run_hpml
@@ -219,6 +220,11 @@ def test_without_telemetry_one_line_per_reason_and_no_table(tmp_path):
     (gzip.compress(json.dumps({"telemetry_version": 99}).encode(), mtime=0), "telemetry_version 99 is not supported"),
     ("unequal", "columns of different lengths [3, 4]"),
     ("string", "samples.aaaa-0000.util_gpu: expected numbers or null, found a string"),
+    # a phase that ends before it starts (a negative timed time, a window that fell back to every sample), an
+    # energy that cannot be one: refused, never printed as -80 J or nan
+    ("backwards", "phases[1].end_s: expected a time >= its start_s=2.5"),
+    ("negative energy", "phases[1].energy_j: expected an object of joules >= 0"),
+    ("nan energy", "phases[1].energy_j: expected an object of joules >= 0"),
 ])
 def test_a_damaged_sidecar_is_one_line_never_a_crash(tmp_path, damage, message):
     row = result_with(tmp_path, 0, ok_block())
@@ -230,6 +236,13 @@ def test_a_damaged_sidecar_is_one_line_never_a_crash(tmp_path, damage, message):
         write_sidecar(path.parent, sidecar_doc({UUID_A: columns(4, **dict(SERIES_A, util_gpu=[1, 2, 3]))}))
     elif damage == "string":
         write_sidecar(path.parent, sidecar_doc({UUID_A: columns(4, **dict(SERIES_A, util_gpu=[1, "2", 3, 4]))}))
+    elif damage in ("backwards", "negative energy", "nan energy"):
+        phases = json.loads(json.dumps(PHASES))
+        if damage == "backwards":
+            phases[1]["start_s"] = 2.5
+        else:
+            phases[1]["energy_j"][UUID_A] = -80.0 if damage == "negative energy" else float("nan")
+        write_sidecar(path.parent, sidecar_doc({UUID_A: columns(4, **SERIES_A)}, phases))
     elif damage is not None:
         path.write_bytes(damage)
     markdown, written = render([row], tmp_path / "out")
@@ -396,3 +409,11 @@ def test_hpml_report_end_to_end_with_a_real_cpu_point_and_a_hand_made_sidecar(tm
     report = build_report(sweep)
     assert all(section.title != "GPU telemetry" for section in report.sections)  # the workloads' list stays theirs
     assert report.loaded.problems == [] and [s.title for s in report.telemetry][0] == "GPU telemetry"
+
+
+def test_a_sidecar_named_twice_is_a_problem_not_twice_the_energy(tmp_path):
+    block = {**ok_block(), "sidecars": [sidecar_name(0), sidecar_name(0)]}
+    row = result_with(tmp_path, 0, block)
+    write_sidecar(Path(row["path"]).parent, sidecar_doc({UUID_A: columns(4, **SERIES_A)}))
+    errors = validate_result(row)
+    assert len(errors) == 1 and errors[0].startswith("telemetry.sidecars: a name listed twice (")

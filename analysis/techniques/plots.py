@@ -4,7 +4,7 @@ precision study's curves (training loss and held-out top-1 per epoch, one line p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 from analysis import figures
 from analysis.techniques.profile import PARTS
@@ -28,6 +28,17 @@ def _mean_curve(curves: List[List[float]]) -> List[float]:
     return [sum(c[i] for c in curves if i < len(c)) / sum(i < len(c) for c in curves) for i in range(length)]
 
 
+def _mean_by_epoch(runs: List[Mapping[str, Any]]) -> Tuple[List[int], List[float]]:
+    """The runs' held-out top-1 averaged per evaluated epoch (a run that stopped early, at its target or its
+    time limit, has fewer evaluations: each epoch's mean is over the runs that evaluated it)."""
+    by_epoch: Dict[int, List[float]] = {}
+    for run in runs:
+        for epoch, top1 in zip(run["val_epoch"], run["val_top1"]):
+            by_epoch.setdefault(epoch, []).append(top1)
+    epochs = sorted(by_epoch)
+    return epochs, [sum(by_epoch[e]) / len(by_epoch[e]) for e in epochs]
+
+
 def precision_curves(by_setting: Dict[str, List[Mapping[str, Any]]], path: Path, title: str) -> bool:
     plt, fig, (loss_ax, top1_ax) = figures.panels(2)
     for setting, runs in by_setting.items():
@@ -35,8 +46,8 @@ def precision_curves(by_setting: Dict[str, List[Mapping[str, Any]]], path: Path,
         loss_ax.plot(range(1, len(loss) + 1), loss, marker="o", label=f"{setting} (n={len(runs)})")
         evaluated = [r for r in runs if r["val_top1"]]
         if evaluated:
-            top1 = _mean_curve([r["val_top1"] for r in evaluated])
-            top1_ax.plot(evaluated[0]["val_epoch"][:len(top1)], top1, marker="o", label=f"{setting} (n={len(evaluated)})")
+            epochs, top1 = _mean_by_epoch(evaluated)
+            top1_ax.plot(epochs, top1, marker="o", label=f"{setting} (n={len(evaluated)})")
     loss_ax.set(xlabel="epoch", ylabel="training loss (epoch mean; non-finite: not drawn)", title=title)
     top1_ax.set(xlabel="epoch", ylabel="held-out top-1", title=title)
     for ax in (loss_ax, top1_ax):

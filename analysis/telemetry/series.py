@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,7 +138,7 @@ def _need(ok: bool, where: str, what: str, value: Any) -> None:
 
 
 def _number(value: Any) -> bool:
-    return type(value) in _NUMBER
+    return type(value) in _NUMBER and math.isfinite(value)  # a NaN or infinite time or energy is no reading
 
 
 def _column(values: Any, where: str, nullable: bool) -> np.ndarray:
@@ -180,11 +181,12 @@ def _phase(entry: Any, i: int) -> Phase:
     start, end = entry.get("start_s"), entry.get("end_s")
     _need(start is None or _number(start), f"{where}.start_s", "a number or null", start)
     _need(end is None or _number(end), f"{where}.end_s", "a number or null", end)
+    _need(start is None or end is None or start <= end, f"{where}.end_s", f"a time >= its start_s={start}", end)
     samples = entry.get("samples")
     _need(samples is None or type(samples) is int, f"{where}.samples", "an integer or null", samples)
     energy = entry.get("energy_j") or {}
-    _need(isinstance(energy, dict) and all(v is None or _number(v) for v in energy.values()),
-          f"{where}.energy_j", "an object of joules or null", energy)
+    _need(isinstance(energy, dict) and all(v is None or (_number(v) and v >= 0) for v in energy.values()),
+          f"{where}.energy_j", "an object of joules >= 0 (or null: unread)", energy)
     return Phase(entry["name"], entry.get("index"), entry["timed"], None if start is None else float(start),
                  None if end is None else float(end), samples, energy)
 

@@ -46,11 +46,31 @@ def training_consistency(doc: Mapping[str, Any]) -> List[str]:
             errors.append(f"measurements.{key}: {len(m[key])} epoch(s), but epoch_time_s has {epochs}")
     if len(m["step_time_s"]) == epochs and any(len(steps) == 0 for steps in timed_values(m["step_time_s"], m)):
         errors.append("measurements.step_time_s: a timed epoch has no steps")
+    errors += evaluation_errors(m.get("evaluation"))
     resources, world_size = doc["config"]["resources"], doc["environment"]["world_size"]
     planned = resources["nodes"] * resources["workers_per_node"]
     if world_size != planned:
         errors.append(f"environment.world_size: {world_size} workers ran, but config.resources asked for "
                       f"nodes * workers_per_node = {planned}")
+    return errors
+
+
+def evaluation_errors(evaluation: Any) -> List[str]:
+    """measurements.evaluation (optional: runs that never evaluated have none): an object of equal-length lists,
+    epochs increasing from 1, top-1 fractions in [0, 1] (a percentage there would read as a run at its target
+    from the first evaluation)."""
+    if evaluation is None:
+        return []
+    if not isinstance(evaluation, dict) or not all(isinstance(v, list) for v in evaluation.values()):
+        return [f"measurements.evaluation: expected an object of lists, got {shown(evaluation)}"]
+    errors, top1, epochs = [], evaluation.get("top1", []), evaluation.get("epoch", [])
+    if len({len(v) for v in evaluation.values()}) > 1:
+        errors.append("measurements.evaluation: its lists differ in length ("
+                      + ", ".join(f"{k} {len(v)}" for k, v in evaluation.items()) + ")")
+    if not all(type(t) in (int, float) and 0 <= t <= 1 for t in top1):
+        errors.append(f"measurements.evaluation.top1: expected fractions in [0, 1], got {shown(top1)}")
+    if not (all(type(e) is int and e >= 1 for e in epochs) and all(a < b for a, b in zip(epochs, epochs[1:]))):
+        errors.append(f"measurements.evaluation.epoch: expected increasing epochs >= 1, got {shown(epochs)}")
     return errors
 
 
