@@ -2,9 +2,10 @@
 
 Prints the Markdown report and writes OUTDIR/evaluate.md, evaluate.csv (one row per model),
 evaluate_hardware.csv (per hardware group) and their LaTeX tables (OUTDIR defaults to SWEEP_DIR/report/).
-A model.pt that cannot be read or rebuilt is listed under "Models not evaluated", the others are still
-scored. One `hpml: error:` line and exit 2: no model.pt under SWEEP_DIR, none usable, or an image folder
-that cannot be scored (evaluation.images says which cases).
+A model.pt that cannot be read, rebuilt or run (its forward pass fails: an input too small for its pooling,
+out of memory) is listed under "Models not evaluated", the others are still scored; an image that cannot be
+used is listed under "Images skipped" (evaluation.images). One `hpml: error:` line and exit 2: no model.pt
+under SWEEP_DIR, none usable, or an image folder that cannot be scored (evaluation.images says which cases).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
+import torch
+
 from analysis.sections import report_markdown, write_sections
 from contract.folders import folder_problem
-from evaluation.accuracy import evaluation_device, score
+from evaluation.accuracy import batch_size, evaluation_device, score
+from evaluation.files import one_line
 from evaluation.images import ImageFolderError, check_names, class_folders, dataset
 from evaluation.models import SavedModelError, find_saved_models, load_saved, rebuild
 from evaluation.report import Evaluated, sections
@@ -61,8 +65,16 @@ def evaluate(sweep_dir: Path, images: Path) -> Tuple[str, list]:
             not_evaluated.append((path, str(error)))
             continue
         data = dataset(folders, saved.classes, saved.image_size, saved.mean, saved.std)
-        evaluated.append(Evaluated(saved, score(model, data, device)))
+        try:
+            evaluated.append(Evaluated(saved, score(model, data, device, batch_size(saved.image_size))))
+        except ImageFolderError:
+            raise
+        except Exception as error:  # noqa: BLE001 - whatever this model's forward pass raises, it alone fails
+            not_evaluated.append((path, f"its forward pass failed on {saved.image_size} x {saved.image_size} "
+                                        f"inputs ({one_line(error)})"))
         del model, saved  # one model in memory at a time
+        if device.type == "cuda":
+            torch.cuda.empty_cache()  # what a failed pass held
     if not evaluated:
         raise EvaluateError(f"none of the {len(paths)} model.pt files under {sweep_dir} could be evaluated; "
                             f"first: {not_evaluated[0][0]}: {not_evaluated[0][1]}")

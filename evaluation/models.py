@@ -3,7 +3,12 @@
 A saved model is points/<n>/model.pt (contract.saved_model), found anywhere under the folder given (a sweep
 or a folder of sweeps); files under points/<n>/attempts/ (earlier attempts moved aside by `hpml resume`) are
 not the point's model and are skipped. It is read with torch.load(weights_only=True): tensors and plain
-values only, never arbitrary pickled code.
+values only, never arbitrary pickled code; and only if it is a regular file (evaluation.files: a FIFO would
+block the read, a device never end; a directory named model.pt is listed too, as not a regular file).
+
+What it records is checked before anything is built or run (check_saved): image_size within
+[MIN_IMAGE_SIZE, MAX_IMAGE_SIZE] (evaluation.images; 1 is no input a network takes, 200000 would fill the
+memory), 2 to MAX_CLASSES distinct class names, finite mean and std > 0, a state_dict of tensors.
 
 The network is rebuilt by models.build.build_classifier, the one builder the train workload trains with, so
 the evaluated architecture, CIFAR stem included, is the trained one by construction.
@@ -11,6 +16,7 @@ the evaluated architecture, CIFAR stem included, is the trained one by construct
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +26,12 @@ import torch
 
 from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from contract.sweep_layout import POINTS_DIR
+from evaluation.files import NotReadable, one_line, open_regular
+from evaluation.images import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
 from models.build import build_classifier
+
+
+MAX_CLASSES = 100_000  # ImageNet-21k has 21841
 
 
 class SavedModelError(Exception):
@@ -50,18 +61,56 @@ class SavedModel:
 
 
 def find_saved_models(root: Path) -> List[Path]:
-    """Every <...>/points/<n>/model.pt under root, in order of path (points by number)."""
+    """Every <...>/points/<n>/model.pt under root, in order of path (points by number); whatever it is (a FIFO,
+    a directory): load_saved says why one is not a model."""
     found = []
-    for folder, _, files in os.walk(root):
+    for folder, folders, files in os.walk(root):
         here = Path(folder)
-        if MODEL_FILE in files and here.name.isdigit() and here.parent.name == POINTS_DIR:
+        if MODEL_FILE in files + folders and here.name.isdigit() and here.parent.name == POINTS_DIR:
             found.append(here / MODEL_FILE)
     return sorted(found, key=lambda p: (str(p.parent.parent), int(p.parent.name)))
 
 
 def _numbers(value: Any, count: int) -> bool:
     return (isinstance(value, list) and len(value) == count
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value))
+
+
+def _int_in(value: Any, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _model_errors(model: Any) -> List[str]:
+    if not (isinstance(model, dict) and isinstance(model.get("name"), str) and model.get("name")
+            and isinstance(model.get("cifar_stem"), bool)):
+        return ["model: expected {name, num_classes, image_size, cifar_stem}"]
+    errors = []
+    if not _int_in(model.get("num_classes"), 2, MAX_CLASSES):
+        errors.append(f"model: num_classes={model.get('num_classes')!r}; expected an integer in [2, {MAX_CLASSES}]")
+    if not _int_in(model.get("image_size"), MIN_IMAGE_SIZE, MAX_IMAGE_SIZE):
+        errors.append(f"model: image_size={model.get('image_size')!r}; expected an integer in "
+                      f"[{MIN_IMAGE_SIZE}, {MAX_IMAGE_SIZE}]")
+    return errors
+
+
+def _classes_error(classes: Any, model: Any) -> str | None:
+    if not (isinstance(classes, list) and all(isinstance(c, str) and c for c in classes)):
+        return "classes: expected a list of class names"
+    if len(set(classes)) != len(classes):
+        twice = next(c for c in classes if classes.count(c) > 1)
+        return f"classes: {twice!r} named more than once (folders are matched to classes by name)"
+    if isinstance(model, dict) and len(classes) != model.get("num_classes"):
+        return f"classes: {len(classes)} names for num_classes={model.get('num_classes')}"
+    return None
+
+
+def _state_dict_error(state_dict: Any) -> str | None:
+    if not isinstance(state_dict, dict):
+        return "state_dict: expected the model's weights"
+    other = next((key for key, value in state_dict.items() if not isinstance(value, torch.Tensor)), None)
+    if other is not None:
+        return f"state_dict: {other!r} is a {type(state_dict[other]).__name__}, not a tensor"
+    return None
 
 
 def check_saved(saved: Any) -> List[str]:
@@ -70,35 +119,27 @@ def check_saved(saved: Any) -> List[str]:
         return [f"not a saved-model dict (a {type(saved).__name__})"]
     if saved.get("format") != SAVED_MODEL_FORMAT:
         return [f"format {saved.get('format')!r}; this hpml reads format {SAVED_MODEL_FORMAT}"]
-    errors = []
     model = saved.get("model")
-    if not (isinstance(model, dict) and isinstance(model.get("name"), str) and type(model.get("num_classes")) is int
-            and type(model.get("image_size")) is int and model.get("image_size", 0) > 0
-            and isinstance(model.get("cifar_stem"), bool)):
-        errors.append("model: expected {name, num_classes, image_size > 0, cifar_stem}")
-    classes = saved.get("classes")
-    if not (isinstance(classes, list) and all(isinstance(c, str) for c in classes)):
-        errors.append("classes: expected a list of class names")
-    elif isinstance(model, dict) and len(classes) != model.get("num_classes"):
-        errors.append(f"classes: {len(classes)} names for num_classes={model.get('num_classes')}")
+    errors = _model_errors(model) + [e for e in (_classes_error(saved.get("classes"), model),) if e]
     normalize = saved.get("normalize")
     if not (isinstance(normalize, dict) and _numbers(normalize.get("mean"), 3) and _numbers(normalize.get("std"), 3)
             and all(s > 0 for s in normalize["std"])):
-        errors.append("normalize: expected {mean: [r, g, b], std: [r, g, b] > 0}")
+        errors.append("normalize: expected {mean: [r, g, b], std: [r, g, b] > 0}, finite numbers")
     if not isinstance(saved.get("hardware"), str):
         errors.append("hardware: expected the GPU model name or \"cpu\"")
-    if not isinstance(saved.get("state_dict"), dict):
-        errors.append("state_dict: expected the model's weights")
-    return errors
+    state_dict_error = _state_dict_error(saved.get("state_dict"))
+    return errors + ([state_dict_error] if state_dict_error else [])
 
 
 def load_saved(path: Path, root: Path) -> SavedModel:
     """The checked contents of one model.pt; SavedModelError with one line when it is unusable."""
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        with open_regular(path) as f:
+            saved = torch.load(f, map_location="cpu", weights_only=True)
+    except NotReadable as error:
+        raise SavedModelError(str(error)) from None
     except Exception as error:  # noqa: BLE001 - any failure to unpickle means the same: not a readable model
-        lines = str(error).strip().splitlines()
-        raise SavedModelError(f"unreadable ({type(error).__name__}{': ' + lines[0][:200] if lines else ''})")
+        raise SavedModelError(f"unreadable ({one_line(error)})")
     errors = check_saved(saved)
     if errors:
         raise SavedModelError("; ".join(errors))

@@ -3,7 +3,9 @@
 Top-1 = correct / images, each model on every image of the folder. Per hardware (the GPU model the run trained
 on, as the saved model records it): the mean of its models' top-1 and their sample std (ddof=1, analysis.stats;
 "—" for a single model: one value has no spread), min and max. The frames (evaluate.csv,
-evaluate_hardware.csv) hold fractions at full precision; the Markdown shows percentages.
+evaluate_hardware.csv) hold fractions at full precision; the Markdown shows percentages. What was left out is
+listed with its reason: "Models not evaluated", "Images skipped" (evaluation.images: every model is scored on
+the same usable images).
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def sections(evaluated: Sequence[Evaluated], folders: ClassFolders,
         models = model_frame(evaluated)
         first = evaluated[0].saved
         counts = ", ".join(f"{name}: {n}" for name, n in folders.counts.items())
-        intro = (f"Images: `{folders.root}`, {folders.images} in {len(folders.counts)} class folders ({counts}); "
+        left_out = f" ({len(folders.skipped)} left out: Images skipped, below)" if folders.skipped else ""
+        intro = (f"Images: `{folders.root}`, {folders.images} in {len(folders.counts)} class folders ({counts})"
+                 f"{left_out}; "
                  "folders matched to each model's classes by name. Transform (the train workload's evaluation "
                  f"transform): RGB, shorter side resized to image_size ({first.image_size} for the first model), "
                  "centre crop to image_size × image_size, to tensor, normalize with the model's saved mean and std. "
@@ -77,7 +81,8 @@ def sections(evaluated: Sequence[Evaluated], folders: ClassFolders,
             f"Mean ± sample std (ddof={SAMPLE_DDOF}; — for one model) of the models' top-1, n = models trained "
             "on that hardware."), tables=[Table(HARDWARE_TABLE, ["hardware", "models (n)", "top-1 [%] mean ± std",
                                                                   "min [%]", "max [%]"], body, hardware)]))
-    if not_evaluated:
-        lines = [f"- `{path}`: {why}" for path, why in not_evaluated]
-        out.append(Section(f"Models not evaluated ({len(not_evaluated)})", markdown="\n".join(lines)))
+    for title, left_out in (("Models not evaluated", not_evaluated), ("Images skipped", folders.skipped)):
+        if left_out:
+            lines = [f"- `{path}`: {why}" for path, why in left_out]
+            out.append(Section(f"{title} ({len(left_out)})", markdown="\n".join(lines)))
     return out

@@ -4,20 +4,32 @@ The models are real torchvision ResNet-18s (CIFAR stem) rebuilt by models.build.
 weights fixed by the test so that the prediction is known by hand: the network passes the pixels' mean over
 R, G, B (after the saved normalization) through its shortcuts, and the "bright" logit wins when that value
 exceeds the "dark" logit's bias. The folder holds PNG and JPEG images of several sizes and modes.
+Bad input (an image or a model.pt that is a FIFO, a bomb, a model recording an impossible image_size) is left
+out with its reason, or one line; a read that would block is bounded by no_hang.
 """
 
+import contextlib
 import csv
 import functools
 import math
+import os
 import shutil
+import signal
+import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
 from PIL import Image
 
 from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
+from evaluation.accuracy import batch_size
+from evaluation.images import ImageFolderError, class_folders
+from evaluation.models import check_saved
 from launcher.cli import main as hpml
 from models.build import build_classifier
+from tests.test_output_folders import as_an_unprivileged_user
 
 CLASSES = ["dark", "bright"]  # label order of the model; ImageFolder's sorted order is the reverse
 MEAN, STD = 0.6, 0.2  # the saved normalization: bright iff (v - 0.6) / 0.2 > threshold, v the gray level 0-1
@@ -177,10 +189,192 @@ def test_an_empty_class_folder_or_no_class_folder_is_one_line(study, tmp_path, c
     assert "not a directory" in _error(capsys, sweep, "--images", tmp_path / "nowhere")
 
 
-def test_an_unreadable_image_is_one_line(study, capsys):
+@contextlib.contextmanager
+def no_hang(seconds=60):
+    """Fails the test instead of waiting forever (an open() of a FIFO blocks until a writer comes)."""
+    def fail(*_):
+        raise TimeoutError(f"still running after {seconds} s: a read blocked")
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _left_out(out, title):
+    """{path relative to the study's folder: reason} of one "<title> (n)" list of the report."""
+    listed = out.split(f"## {title} (", 1)[1].split("\n\n## ", 1)[0]
+    lines = [line for line in listed.splitlines() if line.startswith("- `")]
+    assert listed.startswith(f"{len(lines)})")
+    return {line[3:].split("`: ", 1)[0]: line.split("`: ", 1)[1] for line in lines}
+
+
+def test_images_that_cannot_be_used_safely_are_skipped_with_their_reason(study, capsys):
+    """By class: anything named like an image that is no regular file, cannot be read or decoded, or is far
+    larger than an input; the 9 good images are still scored, and every model on the same ones."""
     sweep, images = study
-    (images / "dark" / "broken.png").write_bytes(b"\x89PNG but not really")
-    assert "broken.png: not a readable image" in _error(capsys, sweep, "--images", images)
+    dark = images / "dark"
+    (dark / "broken.png").write_bytes(b"\x89PNG but not really")
+    (dark / "empty.jpg").write_bytes(b"")
+    gray("RGB", (64, 64), 0).save(dark / "cut.png")
+    (dark / "cut.png").write_bytes((dark / "cut.png").read_bytes()[:60])
+    os.mkfifo(dark / "fifo.png")  # opened, it would wait for a writer forever
+    os.mknod(dark / "socket.png", stat.S_IFSOCK | 0o600)
+    os.symlink("/dev/zero", dark / "zero.png")  # a device: read, it never ends
+    os.symlink("loop.png", dark / "loop.png")
+    Image.new("1", (14000, 14000)).save(dark / "bomb.png")  # over twice PIL's MAX_IMAGE_PIXELS: its error
+    Image.new("1", (10000, 10000)).save(dark / "warned.png")  # over PIL's MAX_IMAGE_PIXELS: its warning
+    Image.new("1", (8200, 8200)).save(dark / "huge.png")  # under PIL's limits, over evaluate's 8192 x 8192
+    gray("L", (650, 10), 0).save(dark / "thin.png")  # 65:1: resized to 1024 high, 66560 x 1024
+    (dark / "nested.png").mkdir()  # a folder named like an image is a folder: its images are scored
+    shutil.move(dark / "d1.jpeg", dark / "nested.png" / "d1.jpeg")
+    os.symlink("..", dark / "up")  # the image folder again: not walked (every class would be counted twice)
+    with no_hang():
+        assert hpml(["evaluate", str(sweep), "--images", str(images)]) == 0
+    out = capsys.readouterr().out
+    skipped = {Path(path).name: why for path, why in _left_out(out, "Images skipped").items()}
+    assert skipped == {
+        "broken.png": "not a readable image (no format PIL reads)",
+        "empty.jpg": "not a readable image (no format PIL reads)",
+        "cut.png": "not a readable image (OSError: image file is truncated)",
+        "fifo.png": "not a regular file (a FIFO (named pipe))",
+        "socket.png": "not a regular file (a socket)",
+        "zero.png": "not a regular file (a character device)",
+        "loop.png": "cannot be read (OSError: Too many levels of symbolic links)",
+        "bomb.png": "refused as a possible decompression bomb (DecompressionBombError: Image size (196000000 "
+                    "pixels) exceeds limit of 178956970 pixels, could be decompression bomb DOS attack.)",
+        "warned.png": "refused as a possible decompression bomb (DecompressionBombWarning: Image size (100000000 "
+                      "pixels) exceeds limit of 89478485 pixels, could be decompression bomb DOS attack.)",
+        "huge.png": "8200 x 8200 pixels: larger than any sensible input (at most 67108864)",
+        "thin.png": "650 x 10 pixels: sides more than 64:1 apart (resized to a model's image_size, it could exceed "
+                    "67108864 pixels)",
+        "up": "a link to a folder listed already (the image folder, a class folder or one under it)"}
+    assert "9 in 2 class folders (bright: 5, dark: 4) (12 left out: Images skipped, below)" in out
+    assert "| points/0 | NVIDIA H100 80GB HBM3 | resnet18 (CIFAR stem) | 9 | 7 | 77.78 |" in out
+    assert "| points/2 | NVIDIA H200 | resnet18 (CIFAR stem) | 9 | 6 | 66.67 |" in out
+
+
+def test_a_class_folder_with_no_usable_image_is_one_line(study, capsys):
+    sweep, images = study
+    shutil.rmtree(images / "dark")
+    (images / "dark").mkdir()
+    os.mkfifo(images / "dark" / "x.png")
+    (images / "dark" / "y.png").write_text("not a png")
+    with no_hang():
+        line = _error(capsys, sweep, "--images", images)
+    assert line == (f"hpml: error: --images {images / 'dark'}: no usable image in this class folder (2 left out; "
+                    f"first: {images / 'dark' / 'x.png'}: not a regular file (a FIFO (named pipe)))")
+
+
+def test_folders_and_images_that_cannot_be_read_say_so():
+    """Not "no images": a class folder (or the image folder) the user may not list, an image they may not
+    read (left out). As nobody when the tests run as root, whom permissions do not stop."""
+    base = Path(tempfile.mkdtemp(prefix="hpml-evaluate-"))  # not under pytest's 0700 folder: nobody must reach it
+    try:
+        base.chmod(0o755)
+        for name in ("locked_class", "locked_image", "locked_root"):
+            for label in CLASSES:
+                (base / name / label).mkdir(parents=True)
+                gray("RGB", (8, 8), 0).save(base / name / label / "a.png")
+                gray("RGB", (8, 8), 0).save(base / name / label / "b.png")
+            (base / name).chmod(0o755)
+        (base / "locked_class" / "dark").chmod(0o000)
+        (base / "locked_image" / "dark" / "a.png").chmod(0o000)
+        (base / "locked_root").chmod(0o311)  # it can be passed through, not listed
+
+        def read():
+            found = {}
+            for name in ("locked_class", "locked_root"):
+                try:
+                    class_folders(base / name)
+                except ImageFolderError as error:
+                    found[name] = str(error)
+            folders = class_folders(base / "locked_image")
+            found["locked_image"] = [folders.counts, [(str(path), why) for path, why in folders.skipped]]
+            return found
+
+        assert as_an_unprivileged_user(read) == {
+            "locked_class": f"--images {base / 'locked_class' / 'dark'}: this class folder cannot be read "
+                            "(PermissionError: Permission denied)",
+            "locked_root": f"--images {base / 'locked_root'}: cannot be read (PermissionError: Permission denied)",
+            "locked_image": [{"bright": 2, "dark": 1}, [[str(base / "locked_image" / "dark" / "a.png"),
+                                                        "cannot be read (PermissionError: Permission denied)"]]]}
+    finally:
+        for path in (base / "locked_class" / "dark", base / "locked_image" / "dark" / "a.png", base / "locked_root"):
+            path.chmod(0o700)
+        shutil.rmtree(base)
+
+
+def test_only_regular_model_files_are_read(study, capsys):
+    """A FIFO model.pt would block torch.load forever, /dev/zero would never end; a folder named model.pt is
+    listed too."""
+    sweep, images = study
+    for point, make in ((1, os.mkfifo), (2, lambda path: os.symlink("/dev/zero", path)), (3, os.mkdir)):
+        (sweep / "points" / str(point) / MODEL_FILE).unlink()
+        make(sweep / "points" / str(point) / MODEL_FILE)
+    with no_hang():
+        assert hpml(["evaluate", str(sweep), "--images", str(images)]) == 0
+    out = capsys.readouterr().out
+    assert {Path(p).parent.name: why for p, why in _left_out(out, "Models not evaluated").items()} == {
+        "1": "not a regular file (a FIFO (named pipe))", "2": "not a regular file (a character device)",
+        "3": "not a regular file (a directory)"}
+    assert "| points/0 | NVIDIA H100 80GB HBM3 | resnet18 (CIFAR stem) | 9 | 7 | 77.78 |" in out
+
+
+GOOD = {"format": SAVED_MODEL_FORMAT, "state_dict": {"w": torch.zeros(2)}, "classes": ["dark", "bright"],
+        "model": {"name": "resnet18", "num_classes": 2, "image_size": 32, "cifar_stem": True},
+        "normalize": {"mean": [0.5] * 3, "std": [0.2] * 3}, "hardware": "cpu"}
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"image_size": 1}, "model: image_size=1; expected an integer in [8, 1024]"),
+    ({"image_size": 7}, "model: image_size=7; expected an integer in [8, 1024]"),
+    ({"image_size": 1025}, "model: image_size=1025; expected an integer in [8, 1024]"),
+    ({"image_size": 200000}, "model: image_size=200000; expected an integer in [8, 1024]"),
+    ({"image_size": True}, "model: image_size=True; expected an integer in [8, 1024]"),
+    ({"num_classes": 1, "classes": ["dark"]}, "model: num_classes=1; expected an integer in [2, 100000]"),
+    ({"name": ""}, "model: expected {name, num_classes, image_size, cifar_stem}"),
+    ({"classes": ["dark", "dark"]}, "classes: 'dark' named more than once (folders are matched to classes by "
+                                    "name)"),
+    ({"classes": ["dark", ""]}, "classes: expected a list of class names"),
+    ({"normalize": {"mean": [float("nan")] * 3, "std": [0.2] * 3}}, "normalize: expected {mean: [r, g, b], std: "
+                                                                    "[r, g, b] > 0}, finite numbers"),
+    ({"normalize": {"mean": [0.5] * 3, "std": [float("inf")] * 3}}, "normalize: expected {mean: [r, g, b], std: "
+                                                                    "[r, g, b] > 0}, finite numbers"),
+    ({"state_dict": {"w": torch.zeros(2), "b": [1, 2]}}, "state_dict: 'b' is a list, not a tensor"),
+])
+def test_what_a_model_records_is_checked_before_anything_is_built(change, error):
+    saved = {**GOOD, "model": dict(GOOD["model"])}
+    for key, value in change.items():
+        (saved["model"] if key in saved["model"] else saved)[key] = value
+    assert check_saved(GOOD) == [] and check_saved(saved) == [error]
+
+
+def test_a_model_recording_an_impossible_image_size_or_failing_its_forward_pass_is_listed(study, capsys):
+    """image_size 1 (no network takes it) and 200000 (its batch would fill the memory) are refused before the
+    model is built; a model whose forward pass fails (SqueezeNet pools an 8 x 8 input to nothing) is listed,
+    and the other models are scored."""
+    sweep, images = study
+    save_model(sweep, 1, 0.1, H100, model={"name": "resnet18", "num_classes": 2, "image_size": 1, "cifar_stem": True})
+    save_model(sweep, 2, 0.1, H100, model={"name": "resnet18", "num_classes": 2, "image_size": 200000,
+                                           "cifar_stem": True})
+    squeeze = build_classifier("squeezenet1_1", 2).state_dict()
+    save_model(sweep, 3, 0.1, H100, state_dict=squeeze,
+               model={"name": "squeezenet1_1", "num_classes": 2, "image_size": 8, "cifar_stem": False})
+    assert hpml(["evaluate", str(sweep), "--images", str(images)]) == 0
+    out = capsys.readouterr().out
+    assert {Path(p).parent.name: why for p, why in _left_out(out, "Models not evaluated").items()} == {
+        "1": "model: image_size=1; expected an integer in [8, 1024]",
+        "2": "model: image_size=200000; expected an integer in [8, 1024]",
+        "3": "its forward pass failed on 8 x 8 inputs (RuntimeError: Given input size: (128x1x1). Calculated output "
+             "size: (128x0x0). Output size is too small)"}
+    assert "| points/0 | NVIDIA H100 80GB HBM3 | resnet18 (CIFAR stem) | 9 | 7 | 77.78 |" in out
+
+
+def test_fewer_images_per_forward_pass_for_larger_inputs():
+    assert [batch_size(size) for size in (8, 32, 128, 224, 512, 1024)] == [256, 256, 256, 83, 16, 4]
 
 
 def test_a_sweep_without_models_is_one_line(tmp_path, capsys):
