@@ -27,6 +27,11 @@ from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir
 from launcher.manifest import read_manifest
 from launcher.scheduler_state import process_alive, runner_alive, scheduler_states
 
+# Stops that come from outside the work (a signal, the scheduler's time limit): one that lands after the workload
+# wrote its ok result (written whole: a rename) does not undo the finished work (an H100 launch stopped by its
+# time limit between a point's result and its job's end left an ok result under an "interrupted" state). A
+# job that failed on its own keeps its word over its result.
+STOPPED_FROM_OUTSIDE = ("interrupted", "cancelled", "timeout")
 # A point is finished when its state is one of these; resume reruns the ones not "completed".
 FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail", "lost",
             "interrupted")
@@ -126,10 +131,13 @@ def read_point_files(folder: Path) -> PointFiles:
         files.state = "running"
         files.runner = {k: state[k] for k in ("host", "pid", "started_at") if k in state}
         return files
-    if word in FINISHED and word != "completed":
+    if word in FINISHED and word != "completed" and word not in STOPPED_FROM_OUTSIDE:
         files.state, files.reason = word, state.get("reason")
         return files
     status, reason, damaged = read_result(folder)
+    if word in STOPPED_FROM_OUTSIDE and not (status == "ok" and not damaged):
+        files.state, files.reason = word, state.get("reason")
+        return files
     if damaged:
         files.problems.append(damaged)
         files.state, files.reason = "failed", damaged

@@ -73,6 +73,11 @@ def write(path: Path, document) -> None:
     (None, None, None),
     ({"state": "running"}, None, ("running", None)),
     ({"state": "failed", "reason": "exit 1"}, OK, ("failed", "exit 1")),  # the job's word is last
+    # a stop from outside after the result was written whole: the work is done
+    ({"state": "interrupted", "reason": "interrupted by SIGTERM"}, OK, ("completed", None)),
+    ({"state": "timeout", "reason": "time limit"}, OK, ("completed", None)),
+    ({"state": "interrupted", "reason": "interrupted by SIGTERM"}, None, ("interrupted", "interrupted by SIGTERM")),
+    ({"state": "cancelled", "reason": "scancel"}, {"status": "ok"}, ("cancelled", "scancel")),  # not a valid result
     ({"state": "running"}, OK, ("running", None)),  # a result is written before the job ends
     ({"state": "requeued"}, None, None),  # neither finished nor running: proves nothing yet
     (None, OK, ("completed", None)),
