@@ -15,6 +15,9 @@ from conf.validation import MISSING, require
 MAX_NODES = 4096
 MAX_PER_NODE = 1024  # workers or CPU threads per node
 MAX_GPUS_PER_NODE = 64
+# A job's wall-clock limit: a year, far above any partition's (days); SLURM keeps the limit in 32-bit minutes
+# and reads a larger number as no limit or refuses the script at sbatch time.
+MAX_TIME_MIN = 365 * 24 * 60
 
 
 @dataclass
@@ -41,7 +44,8 @@ class ResourcesConfig:
                 "resources.workers_per_node", f"at most resources.gpus_per_node={self.gpus_per_node} "
                 "(one worker per GPU)", self.workers_per_node)
         require(self.mem_gb >= 0, "resources.mem_gb", "an integer >= 0 (0: cluster default)", self.mem_gb)
-        require(self.time_min >= 1, "resources.time_min", "an integer >= 1 (minutes)", self.time_min)
+        require(1 <= self.time_min <= MAX_TIME_MIN, "resources.time_min",
+                f"an integer from 1 to {MAX_TIME_MIN} (minutes: a year at most)", self.time_min)
 
     @property
     def world_size(self) -> int:

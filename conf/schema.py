@@ -43,6 +43,12 @@ def require_one_line(key: str, value: Any) -> None:
         require(not any(c in text for c in "\n\r\0"), key, "a single line (no line break or NUL)", value)
 
 
+# Bounds of cluster.poll_s (seconds between two looks at a waiting sweep's points). Below 0.1 s the launcher's
+# loop would mostly read state files beside the points it times; above 10 minutes a SLURM launch with
+# sweep.wait=true could wait that long after its last point ended (1e12 overflowed time_t in the wait).
+POLL_S = (0.1, 600.0)
+
+
 class ClusterKind(str, Enum):
     local = "local"
     slurm = "slurm"
@@ -102,7 +108,9 @@ class ClusterConfig:
                 self.max_parallel)
         require(self.assume_gpus is None or self.assume_gpus >= 0, "cluster.assume_gpus",
                 "null (count this machine's GPUs) or an integer >= 0", self.assume_gpus)
-        require(self.poll_s > 0, "cluster.poll_s", "a number > 0 (seconds)", self.poll_s)
+        low, high = POLL_S
+        require(low <= self.poll_s <= high, "cluster.poll_s", f"a number from {low:g} to {high:g} (seconds)",
+                self.poll_s)
 
 
 # Bounds of telemetry.interval_ms. Below 10 ms the sampler would read faster than NVML refreshes most of its

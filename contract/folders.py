@@ -3,7 +3,8 @@
 A path under a file (`--out results.csv/report`), a file where the folder should be, a parent the user may not
 write: each used to end in a traceback after the work was done (`hpml report --out /etc/passwd`, a sweep.root
 under a file). `folder_problem` says why in words, or None when the folder exists and is writable or can be
-created; it creates nothing.
+created; it creates nothing. `empty_path_problem` refuses an empty path option (`--root ''`), which Path reads as
+the current directory.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ def folder_problem(path: Path) -> Optional[str]:
             return (f"{path} is not writable" if candidate == path
                     else f"{path} cannot be made: {candidate} is not writable")
         return None
+    return None
+
+
+def empty_path_problem(option: str, text: Optional[str]) -> Optional[str]:
+    """One line when an option's path is empty or blank (Path('') is the current directory: `hpml data digits
+    --root ''` wrote into wherever it ran); None when it names a path or was not given."""
+    if text is not None and not text.strip():
+        return f"{option}={text!r} is not allowed: a folder path (give . for the current directory)"
     return None
 
 

@@ -7,10 +7,12 @@ Prints what it wrote; a target that already holds files is refused with one line
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence
 
+from contract.folders import empty_path_problem
 from dataprep import digits_cifar as dc
 from dataprep import digits_loader_data as large
 
@@ -23,17 +25,38 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         description="scikit-learn's digits in CIFAR-10's python format under ROOT/cifar-10-batches-py "
                     "(80/20 stratified split fixed by --seed), and optionally 50 out-of-distribution test "
                     "digits (rotated 25 degrees, thickened) as PNGs in OOD/<digit>/.")
-    digits.add_argument("--root", type=Path, required=True, help="data root (workload.data_root)")
-    digits.add_argument("--ood", type=Path, default=None, help="folder for the out-of-distribution images")
+    digits.add_argument("--root", required=True, help="data root (workload.data_root)")
+    digits.add_argument("--ood", default=None, help="folder for the out-of-distribution images (apart from ROOT)")
     digits.add_argument("--seed", type=int, default=0, help="seed of the train/test split (default 0)")
     digits.add_argument("--train-size", type=int, default=None, metavar="N",
-                        help="repeat the training images to N (at least 1438; e.g. 50000, CIFAR-10's size): copies "
-                             "of the same images, to measure a data loader, not learning")
-    digits.add_argument("--jpeg-folder", type=Path, default=None, metavar="DIR",
+                        help=f"repeat the training images to N (1438 to {large.MAX_TRAIN_SIZE:,}; e.g. 50000, "
+                             "CIFAR-10's size): copies of the same images, to measure a data loader, not learning. "
+                             "The cap is 20 times CIFAR-10, far past what a loader measurement needs: 3 GB of batches "
+                             "and a million JPEG files")
+    digits.add_argument("--jpeg-folder", default=None, metavar="DIR",
                         help="also write the training split (as written: enlarged with --train-size) and the test "
                              "split as JPEGs in DIR/train/<digit>/ and DIR/val/<digit>/ (torchvision ImageFolder)")
     digits.add_argument("--force", action="store_true", help="overwrite a target that already holds files")
     return parser.parse_args(argv)
+
+
+def output_folders(named: Dict[str, Optional[str]]) -> Dict[str, Path]:
+    """The output folders given (option -> path), each refused in one line if empty (it would write into the
+    current directory: '.' says so) or if it is, holds or lies inside another (their outputs would mix)."""
+    folders: Dict[str, Path] = {}
+    for option, text in named.items():
+        if text is None:
+            continue
+        problem = empty_path_problem(option, text)
+        if problem:
+            raise dc.DataError(problem)
+        folders[option] = Path(text)
+    for (a, path_a), (b, path_b) in itertools.combinations(folders.items(), 2):
+        real_a, real_b = path_a.resolve(), path_b.resolve()
+        if real_a == real_b or real_a in real_b.parents or real_b in real_a.parents:
+            raise dc.DataError(f"{b}={path_b} is not allowed: a folder apart from {a}={path_a} (the same folder, or "
+                               "one inside the other, would mix their files); give each its own folder")
+    return folders
 
 
 def write_digits(root: Path, ood: Path | None, seed: int, force: bool, train_size: int | None = None,
@@ -73,7 +96,9 @@ def write_digits(root: Path, ood: Path | None, seed: int, force: bool, train_siz
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        lines = write_digits(args.root, args.ood, args.seed, args.force, args.train_size, args.jpeg_folder)
+        folders = output_folders({"--root": args.root, "--ood": args.ood, "--jpeg-folder": args.jpeg_folder})
+        lines = write_digits(folders["--root"], folders.get("--ood"), args.seed, args.force, args.train_size,
+                             folders.get("--jpeg-folder"))
     except dc.DataError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2

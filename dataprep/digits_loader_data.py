@@ -33,14 +33,19 @@ from dataprep.digits_cifar import CLASS_NAMES, DataError, Digits, Split, image_n
 
 JPEG_QUALITY = 90  # about what photo data sets are stored at (ImageNet's JPEGs mostly 90-96); PIL's default is 75
 JPEG_SPLITS = ("train", "val")  # ImageFolder roots: the training split, and the test split held out
+# The largest training split written: 20 times CIFAR-10's 50,000, far past what the data-loader study times; it is
+# 3 GB of CIFAR batches (32x32x3 bytes an image) and as many JPEG files. A larger N was a numpy
+# ArrayMemoryError traceback (a trillion positions) before anything was written.
+MAX_TRAIN_SIZE = 1_000_000
 
 
 def repeated(train: np.ndarray, size: int) -> Tuple[np.ndarray, np.ndarray]:
     """(positions into Digits, copy number of each) of a training split of `size` images: position j is
     train[j mod n], copy j // n."""
-    if size < len(train):
+    if not len(train) <= size <= MAX_TRAIN_SIZE:
         raise DataError(f"--train-size must be at least {len(train)} (the training split's size: it grows by "
-                        f"repeating the images, never by dropping some), got {size}")
+                        f"repeating the images, never by dropping some) and at most {MAX_TRAIN_SIZE} (20 times "
+                        f"CIFAR-10's 50,000 images; 3 GB of batches), got {size}")
     index = np.arange(size)
     return train[index % len(train)], index // len(train)
 

@@ -33,6 +33,9 @@ from launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_
 # between SIGTERM and SIGKILL, plus time to start up and write state.json. A second Ctrl-C stops waiting.
 WIND_DOWN_S = 45.0
 RESEND_S = 1.0  # a point job that had not yet installed its handlers when told to stop is told again
+# How often a wait between two polls looks whether a running point has ended (a waitpid on its controller): the
+# launch goes on (next point, progress line, return) within this of a point's end, whatever cluster.poll_s is.
+END_CHECK_S = 0.2
 
 
 class SweepInterrupted(Exception):
@@ -97,7 +100,8 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
               on_submit: Callable[[JobSpec, str, int], None], on_tick: Callable[[], None]) -> Dict[int, submitit.Job]:
     """Runs the points on this machine, max_parallel at a time, in point order; returns when all are done.
 
-    on_submit(spec, job_id, array) records each submission; on_tick() is called once per poll (progress).
+    on_submit(spec, job_id, array) records each submission; on_tick() is called once per poll and as soon as a
+    point ends (progress).
     Raises SweepInterrupted after a stop signal, once the running points have wound down.
     """
     array_of = {spec.point: array for array, (_, group) in enumerate(group_by_shape(specs)) for spec in group}
@@ -121,11 +125,24 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
             on_tick()
             if not queue and running == 0:
                 return jobs
-            stop.sleep(poll_s)
+            wait_for_an_end(jobs, running, stop, poll_s)
         wind_down(sweep_dir, jobs, stop)
         on_tick()
     unfinished = [spec.point for spec in specs if spec.point not in jobs or not finished(sweep_dir, spec.point)]
     raise SweepInterrupted(stop.signum, sweep_dir, unfinished)
+
+
+def wait_for_an_end(jobs: Dict[int, submitit.Job], running: int, stop: StopFlag, poll_s: float) -> None:
+    """Waits poll_s, or less: until one of the `running` points ends (at once if one has ended already) or a
+    stop signal comes."""
+    unfinished = [job for job in jobs.values() if not job.done()]
+    deadline = time.monotonic() + poll_s
+    while len(unfinished) >= running and stop.signum is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stop.sleep(min(left, END_CHECK_S))
+        unfinished = [job for job in unfinished if not job.done()]
 
 
 def wind_down(sweep_dir: Path, jobs: Dict[int, submitit.Job], stop: StopFlag) -> None:

@@ -48,6 +48,10 @@ def test_config_from_dict_rejects_unknown_keys(compose_values):
     ("resources.nodes", 0, "resources.nodes=0 is not allowed: an integer >= 1"),
     ("workload.epochs", 1, "workload.epochs=1 is not allowed"),
     ("resources.workers_per_node", 4, "at most resources.gpus_per_node=2"),
+    ("cluster.poll_s", 1e12, "cluster.poll_s=1000000000000.0 is not allowed: a number from 0.1 to 600 (seconds)"),
+    ("cluster.poll_s", 0.01, "cluster.poll_s=0.01 is not allowed: a number from 0.1 to 600 (seconds)"),
+    ("resources.time_min", 10**12, "resources.time_min=1000000000000 is not allowed: an integer from 1 to 525600 "
+                                   "(minutes: a year at most)"),
 ])
 def test_schema_checks_name_the_field(compose_values, key, value, message):
     values = compose_values(["resources.gpus_per_node=2"] if "workers" in key else [])

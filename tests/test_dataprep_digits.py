@@ -4,6 +4,7 @@ with the counts, labels, pixel range and split the docstring of dataprep.digits_
 out-of-distribution folder's layout; a target that holds files is refused."""
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,3 +135,43 @@ def test_a_target_with_files_is_refused_unless_forced(tmp_path, capsys):
     assert (tmp_path / "data" / "cifar-10-batches-py" / "mine.txt").exists()  # only its own files overwritten
     assert not (tmp_path / "ood" / "3" / "digit_9999.png").exists()  # the OOD folder is exactly this set
     assert sum(1 for _ in (tmp_path / "ood").rglob("*.png")) == 50
+
+
+@pytest.mark.parametrize("option", ["--root", "--ood", "--jpeg-folder"])
+def test_an_empty_folder_option_is_refused_not_read_as_the_current_directory(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.chdir(tmp_path)
+    given = {"--root": "data", option: ""}
+    argv = ["data", "digits"] + [arg for pair in given.items() for arg in pair]
+    assert hpml(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"hpml: error: {option}='' is not allowed: a folder path (give . for the current directory)"]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("first, second, relation", [
+    (("--root", "d"), ("--ood", "d"), "same"),
+    (("--root", "d"), ("--ood", "d/ood"), "inside"),
+    (("--root", "d/cifar"), ("--ood", "d"), "holding"),
+    (("--root", "d"), ("--jpeg-folder", "d/./jpeg"), "inside"),
+    (("--ood", "o"), ("--jpeg-folder", "o/../o"), "same"),
+    (("--ood", "x/o"), ("--jpeg-folder", "x"), "holding"),
+])
+def test_output_folders_that_overlap_are_refused_before_anything_is_written(tmp_path, capsys, monkeypatch, first,
+                                                                             second, relation):
+    """The data set, the OOD images and the JPEGs each get a folder of their own: the same one, or one inside the
+    other, would mix their files (the OOD folder's <digit>/ folders beside cifar-10-batches-py, ...)."""
+    monkeypatch.chdir(tmp_path)
+    given = dict([("--root", "r"), first, second])
+    argv = ["data", "digits"] + [arg for pair in given.items() for arg in pair]
+    assert hpml(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    shown = str(Path(second[1]))
+    assert err == [f"hpml: error: {second[0]}={shown} is not allowed: a folder apart from {first[0]}={Path(first[1])} "
+                   "(the same folder, or one inside the other, would mix their files); give each its own folder"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sibling_folders_whose_names_share_a_prefix_do_not_overlap(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert hpml(["data", "digits", "--root", "digits", "--ood", "digits_ood", "--jpeg-folder", "digits_jpeg"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits", "digits_jpeg", "digits_ood"]

@@ -75,7 +75,7 @@ def _filenames(root):
 
 def test_the_command_says_it_is_repetition_and_refuses_bad_targets(tmp_path, capsys):
     assert hpml(["data", "digits", "--root", str(tmp_path / "a"), "--train-size", "100"]) == 2
-    assert "--train-size must be at least 1438" in capsys.readouterr().err
+    assert "--train-size must be at least 1438 (" in capsys.readouterr().err
     (tmp_path / "jpeg").mkdir()
     (tmp_path / "jpeg" / "mine.txt").write_text("keep")
     assert hpml(["data", "digits", "--root", str(tmp_path / "b"), "--jpeg-folder", str(tmp_path / "jpeg")]) == 2
@@ -86,3 +86,15 @@ def test_the_command_says_it_is_repetition_and_refuses_bad_targets(tmp_path, cap
     out = capsys.readouterr().out
     assert "2000 training images: 400, 400, 400, 400, 400" in out
     assert "repeated to 2000 (1.4 copies each): it measures a data loader, not learning" in out
+
+
+@pytest.mark.parametrize("size", ["1000001", "1000000000000"])
+def test_a_training_split_past_a_million_images_is_one_line_before_anything_is_written(tmp_path, capsys, size):
+    """--train-size 10**12 was a numpy ArrayMemoryError traceback; the bound (MAX_TRAIN_SIZE) is said with the
+    lower one."""
+    assert hpml(["data", "digits", "--root", str(tmp_path / "big"), "--train-size", size]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"hpml: error: --train-size must be at least 1438 (the training split's size: it grows by "
+                   f"repeating the images, never by dropping some) and at most 1000000 (20 times CIFAR-10's 50,000 "
+                   f"images; 3 GB of batches), got {size}"]
+    assert not (tmp_path / "big").exists()

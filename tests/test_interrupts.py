@@ -22,7 +22,7 @@ ORPHAN_BOUND_S = 10  # SIGKILL of the group to the last process gone: parent-dea
 
 
 def test_ctrl_c_stops_the_sweep_in_one_line_and_resume_finishes_exactly_the_rest(tmp_path):
-    launch = start_launch(tmp_path, "-m", "experiment=tiny/train", "workload.epochs=2,12,2")
+    launch = start_launch(tmp_path, "-m", "experiment=tiny/train", "workload.epochs=2,12,3")  # no two points alike
     try:
         sweep = wait_for(lambda: sweep_of(tmp_path), 60, "the sweep folder")
         wait_for(lambda: state(sweep, 0).get("state") == "completed", 120, "point 0 to complete")

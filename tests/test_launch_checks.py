@@ -41,11 +41,21 @@ REFUSED = [
     (["resources.gpus_per_node=1"], "resources.gpus_per_node", NO_GPU),
     (["experiment=hw5_resnet50_bar"], "resources.gpus_per_node", NO_GPU),  # a GPU preset
     (["workload.device=cuda"], "workload.device", NO_GPU),
-    # class 3: an empty sweep, a line break
+    # class 3: an empty sweep, one over the cap of points (counted, not listed), a repeated value, a line break
     (["-m", "workload.lr=range(0)"], "workload.lr", None),
     (["workload.epochs=range(0)"], "workload.epochs", None),
+    (["sweep.seed=range(0,1000000000)"], "sweep.seed", None),
+    (["sweep.seed=range(2,100000)"], "sweep.seed", None),
+    (["sweep.seed=0,0"], "sweep.seed", None),
+    (["experiment=batch_augmentation_digits_tiny", "workload.batch_augmentation=1,1"], "workload.batch_augmentation",
+     None),
     (["sweep.name=a\nb"], "sweep.name", None),
     (["workload.model=resnet\n18"], "workload.model", None),
+    # class 3: intervals and time limits past any use (1e12 s overflowed time_t while the point ran)
+    (["cluster.poll_s=1e12"], "cluster.poll_s", None),
+    (["cluster.poll_s=100000"], "cluster.poll_s", None),
+    (["cluster.poll_s=0.001"], "cluster.poll_s", None),
+    (["resources.time_min=1000000000000"], "resources.time_min", None),
     # class 4: names and paths
     (["sweep.name=../../x"], "sweep.name", None),
     (["sweep.name=" + "a" * 5000], "sweep.name", None),

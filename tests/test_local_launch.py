@@ -136,3 +136,41 @@ def test_quickstart_report_speedup_is_the_ratio_of_the_raw_epoch_times(quickstar
     assert float(rows[2]["speedup"]) == pytest.approx(raw[1] / raw[2], rel=1e-9)
     assert float(rows[2]["total_epoch_mean_s"]) == pytest.approx(raw[2], rel=1e-9)
     assert int(rows[2]["baseline_devices"]) == 1
+
+
+def test_the_local_wait_ends_when_a_point_ends_not_a_poll_later(tmp_path, monkeypatch):
+    """cluster.poll_s paces the progress line only: the runner looks every END_CHECK_S whether a running point has
+    ended, so the next point starts, and the launch returns, right after (it slept a whole poll_s before). Points
+    stand in for submitit's jobs here: each ends 0.3 s after it starts."""
+    import time
+
+    from conf.schema import ClusterKind
+    from launcher import local_runner
+    from launcher.jobspec import JobSpec, ResourceShape
+
+    class Job:
+        job_id = "0"
+
+        def __init__(self):
+            self.ends = time.monotonic() + 0.3
+
+        def done(self):
+            return time.monotonic() >= self.ends
+
+    class Executor:
+        def submit(self, point_job):
+            return Job()
+
+    monkeypatch.setattr(local_runner, "local_executor", lambda folder, shape: Executor())
+    shape = ResourceShape(ClusterKind.local, nodes=1, workers_per_node=1, gpus_per_node=0, cpus_per_worker=1,
+                          mem_gb=0, time_min=30)
+    specs = [JobSpec(point=n, point_dir=str(tmp_path / str(n)), overrides=(), workload="train", shape=shape)
+             for n in range(3)]
+    ticks = []
+    started = time.monotonic()
+    jobs = local_runner.run_local(tmp_path, specs, max_parallel=1, poll_s=30.0, on_submit=lambda *args: None,
+                                  on_tick=lambda: ticks.append(time.monotonic() - started))
+    took = time.monotonic() - started
+    assert sorted(jobs) == [0, 1, 2]
+    assert 0.9 <= took < 5, took  # three points of 0.3 s one after another, not three polls of 30 s
+    assert len(ticks) == 4  # the progress line once a point starts (after the one before it ended) and at the end

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.folders import folder_problem
+from contract.folders import empty_path_problem, folder_problem
 
 REPO = Path(__file__).resolve().parent.parent
 A_SWEEP = REPO / "docs/results/training_techniques/2026-11-25_15-37-57_profile_h100"
@@ -26,6 +26,13 @@ def test_folder_problem_names_what_is_in_the_way(tmp_path):
     assert folder_problem(tmp_path / "file") == f"{tmp_path / 'file'} exists and is not a folder"
     assert folder_problem(tmp_path / "file" / "a" / "b") == \
         f"{tmp_path / 'file'} is a file, so {tmp_path / 'file' / 'a' / 'b'} cannot be made under it"
+
+
+def test_an_empty_path_is_a_problem_and_a_given_one_is_not():
+    said = "is not allowed: a folder path (give . for the current directory)"
+    assert empty_path_problem("--root", "") == f"--root='' {said}"
+    assert empty_path_problem("--ood", "  ") == f"--ood='  ' {said}"
+    assert [empty_path_problem("--root", text) for text in (None, ".", "data")] == [None, None, None]
 
 
 def as_an_unprivileged_user(function):

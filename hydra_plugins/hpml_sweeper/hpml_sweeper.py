@@ -13,6 +13,10 @@ launcher.planner.Plan; nothing runs here.
 # where dataclasses cannot resolve string annotations.
 
 import copy
+import decimal
+import hashlib
+import json
+import math
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -23,7 +27,7 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType, ValueType
+from hydra.core.override_parser.types import ChoiceSweep, Override, OverrideType, RangeSweep, ValueType
 from omegaconf import BooleanNode, DictConfig, ListConfig, OmegaConf, open_dict
 
 
@@ -91,16 +95,92 @@ def is_true_false_key(cfg: DictConfig, key: str) -> bool:
     return isinstance(node, BooleanNode) or isinstance(OmegaConf.select(cfg, key, default=None), bool)
 
 
-def refuse_empty_sweep(overrides: List[Override]) -> None:
-    """A sweep value without values (range(0), choice()) makes a launch of no points, which would
-    otherwise end silently as if it had succeeded."""
+# The most points one launch may plan (docs/decisions.md): 10 times the largest sweep measured (1,000 points,
+# docs/results/slurm-submit-1000.md), about 10 job arrays at SLURM's default MaxArraySize and as many as its
+# default MaxJobCount; planned at about a millisecond a point, a --dry-run of 10,000 lists them in seconds.
+MAX_POINTS = 10_000
+REPEAT_HINT = "sweep.repeat=0,1,2 runs each point three times"
+
+
+def final_overrides(overrides: List[Override]) -> List[Override]:
+    """The override each key ends with, as BasicSweeper.split_arguments keeps them: a later one replaces an
+    earlier (the command line replaces a preset's hydra.sweeper.params), in the place of the first."""
+    final: Dict[str, Override] = {}
+    for override in overrides:
+        final[override.get_key_element()] = override
+    return list(final.values())
+
+
+def sweep_length(override: Override) -> int:
+    """How many values an override gives (1 unless it sweeps), counted without listing them: range(0,10**9)
+    is 10**9 values, a list of that length would take gigabytes."""
+    from conf.validation import ConfigValueError
+
+    if not override.is_sweep_override():
+        return 1
+    sweep = override.value()
+    if isinstance(sweep, ChoiceSweep):
+        return len(sweep.list)
+    if isinstance(sweep, RangeSweep):
+        start, stop, step = sweep.start, sweep.stop, sweep.step
+        if step == 0:
+            raise ConfigValueError(f"{override.input_line} is not allowed: a range's step must not be 0 "
+                                   f"(e.g. {override.key_or_group}=range({start},{stop},1))")
+        if all(isinstance(n, int) for n in (start, stop, step)):
+            return len(range(start, stop, step))
+        # Hydra's FloatRange steps in Decimal from start while short of stop
+        count = (decimal.Decimal(stop) - decimal.Decimal(start)) / decimal.Decimal(step)
+        return max(0, math.ceil(count))
+    return sum(1 for _ in override.sweep_iterator())  # glob(): the group's options that match
+
+
+def check_sweep_size(overrides: List[Override]) -> None:
+    """Refuses, before a point is listed, a sweep of no points (range(0), which would otherwise end silently
+    as if it had succeeded) or of more than MAX_POINTS (range(0,10**9) filled gigabytes before any check)."""
+    from conf.validation import ConfigValueError
+
+    swept = [(override, sweep_length(override)) for override in overrides if override.is_sweep_override()]
+    for override, length in swept:
+        if length == 0:
+            raise ConfigValueError(f"{override.input_line} is not allowed: a sweep needs at least one value "
+                                   f"(e.g. {override.key_or_group}=range(0,4))")
+    count = math.prod(length for _, length in swept)
+    if count > MAX_POINTS:
+        given = " ".join(override.input_line for override, _ in swept)
+        factors = "" if len(swept) == 1 else f" ({' x '.join(f'{length:,}' for _, length in swept)})"
+        raise ConfigValueError(f"{given} is not allowed: it would make {count:,} points{factors}, at most "
+                               f"{MAX_POINTS:,} in one launch; split the sweep over several launches")
+
+
+def refuse_repeated_values(overrides: List[Override], preset_lines: Set[str]) -> None:
+    """A value given twice in one sweep list (seed=0,0) makes two identical points."""
     from conf.validation import ConfigValueError
 
     for override in overrides:
-        if override.is_sweep_override() and not list(override.sweep_string_iterator()):
-            raise ConfigValueError(f"{override.input_line} is not allowed: a sweep needs at least one value "
-                                   f"(e.g. {override.key_or_group}=range(0,4))")
-    raise ConfigValueError("the sweep has no points: give each swept key at least one value")
+        if not isinstance(override.value(), ChoiceSweep):
+            continue  # range() never repeats a value; glob() lists each option once
+        seen: Set[str] = set()
+        for value in override.sweep_string_iterator():
+            if value in seen:
+                where = " (the preset's hydra.sweeper.params)" if override.input_line in preset_lines else ""
+                raise ConfigValueError(f"{override.input_line}{where} is not allowed: the value {value} is given "
+                                       f"twice, which makes identical points; give each value once ({REPEAT_HINT})")
+            seen.add(value)
+
+
+def refuse_identical_points(overrides: List[Override], first: Tuple[int, List[str]],
+                            second: Tuple[int, List[str]]) -> None:
+    """Two points whose configs are equal although their values are written differently (seed=0,00;
+    lr=1,1.0; flag=true,1; two options of a group that compose alike)."""
+    from conf.validation import ConfigValueError
+
+    (a, a_overrides), (b, b_overrides) = first, second
+    differing = [(x, y) for x, y in zip(a_overrides, b_overrides) if x != y]  # both in the sweep's key order
+    keys = [x.partition("=")[0] for x, _ in differing]
+    lines = " ".join(o.input_line for o in overrides if o.get_key_element() in keys) or " ".join(a_overrides)
+    same = " and ".join(" ".join(side) for side in zip(*differing)) if differing else "their values"
+    raise ConfigValueError(f"{lines} is not allowed: {same} make the same config, so points {a} and {b} would be "
+                           f"identical; give each value once ({REPEAT_HINT})")
 
 
 def refuse_sampled_sweeps(overrides: List[Override]) -> None:
@@ -203,14 +283,20 @@ class HpmlSweeper(BasicSweeper):
         self._values: Dict[Tuple[int, str], Any] = {}
         self._checked: Set[Tuple[int, str]] = set()
         self._parsed: Dict[str, Override] = {}
-        overrides = self._parser.parse_overrides(self._parse_config() + list(arguments))
+        preset_lines = self._parse_config()
+        overrides = final_overrides(self._parser.parse_overrides(preset_lines + list(arguments)))
         refuse_sampled_sweeps(overrides)
+        check_sweep_size(overrides)  # before the points are listed
+        refuse_repeated_values(overrides, set(preset_lines))
         points = [p for batch in self.split_arguments(overrides, None) for p in batch]
-        if not points:
-            refuse_empty_sweep(overrides)
         sweep_dir = Path(str(self.config.hydra.sweep.dir)).resolve()
         plan = active_plan()
+        seen: Dict[bytes, int] = {}  # a digest of each point's config -> its number
         for number, point_overrides in enumerate(points):
             values = self.point_config(point_overrides)
             plan.add(values, point=number, sweep_dir=sweep_dir, overrides=point_overrides)
+            config = hashlib.blake2b(json.dumps(values, sort_keys=True, default=str).encode()).digest()
+            if config in seen:
+                refuse_identical_points(overrides, (seen[config], points[seen[config]]), (number, point_overrides))
+            seen[config] = number
         return []
