@@ -25,6 +25,7 @@ from analysis.results import (MALFORMED, LoadedResults, Problem, WorkloadResults
                               where)
 from analysis.sections import Section, cap_figures, report_markdown
 from analysis.write_aside import write_sections_aside
+from contract.cli_args import OneLineParser, folder_argument
 from contract.folders import folder_problem
 
 REPORT_MD = "report.md"
@@ -146,10 +147,10 @@ def write_report(report: Report, out_dir: Path) -> List[Path]:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="hpml report", description="Scaling tables (Markdown, CSV, LaTeX) from every result.json under DIR.")
-    parser.add_argument("dir", type=Path, help="a sweep directory, or a folder holding sweeps")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("dir", type=folder_argument, help="a sweep directory, or a folder holding sweeps")
+    parser.add_argument("--out", type=folder_argument, default=None,
                         help=f"where to write {REPORT_MD}, the CSV and LaTeX tables and the figures "
                              "(default: DIR/report/)")
     return parser.parse_args(argv)

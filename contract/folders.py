@@ -9,6 +9,7 @@ the current directory.
 
 from __future__ import annotations
 
+
 import os
 import stat
 from pathlib import Path

@@ -12,13 +12,14 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from contract.cli_args import OneLineParser
 from contract.folders import empty_path_problem
 from dataprep import digits_cifar as dc
 from dataprep import digits_loader_data as large
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="hpml data", description="Write a data set that needs no download.")
+    parser = OneLineParser(prog="hpml data", description="Write a data set that needs no download.")
     sets = parser.add_subparsers(dest="dataset", required=True, metavar="DATASET")
     digits = sets.add_parser(
         "digits", help="scikit-learn's 8x8 digits as CIFAR-10 files (32x32 RGB), for the TTA study",

@@ -18,6 +18,7 @@ from typing import List, Sequence, Tuple
 import torch
 
 from analysis.sections import report_markdown, write_sections
+from contract.cli_args import OneLineParser, folder_argument
 from contract.folders import folder_problem
 from evaluation.accuracy import batch_size, evaluation_device, score
 from evaluation.files import one_line
@@ -33,13 +34,13 @@ class EvaluateError(Exception):
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="hpml evaluate",
+    parser = OneLineParser(prog="hpml evaluate",
                                      description="Top-1 accuracy of every points/*/model.pt under SWEEP_DIR on an "
                                                  "image folder (DIR/<class>/<images>).")
-    parser.add_argument("sweep_dir", type=Path, help="a sweep directory, or a folder holding sweeps")
-    parser.add_argument("--images", type=Path, required=True, help="image folder: one sub-folder per class, "
+    parser.add_argument("sweep_dir", type=folder_argument, help="a sweep directory, or a folder holding sweeps")
+    parser.add_argument("--images", type=folder_argument, required=True, help="image folder: one sub-folder per class, "
                                                                    "named like the training classes")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=folder_argument, default=None,
                         help=f"where to write {REPORT_MD} and the CSV files (default: SWEEP_DIR/report/)")
     return parser.parse_args(argv)
 

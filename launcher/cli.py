@@ -7,12 +7,13 @@ beside its package, e.g. models/stats/cli.py for model-stats). USAGE is built fr
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
+
+from contract.cli_args import OneLineParser
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def _launch(argv: List[str]) -> int:
 def _status(argv: List[str]) -> int:
     from launcher.status import status_command
 
-    parser = argparse.ArgumentParser(prog="hpml status")
+    parser = OneLineParser(prog="hpml status")
     parser.add_argument("sweep_dir", type=Path)
     return status_command(parser.parse_args(argv).sweep_dir)
 
@@ -41,7 +42,7 @@ def _status(argv: List[str]) -> int:
 def _resume(argv: List[str]) -> int:
     from launcher.resume import resume
 
-    parser = argparse.ArgumentParser(prog="hpml resume")
+    parser = OneLineParser(prog="hpml resume")
     parser.add_argument("sweep_dir", type=Path)
     parser.add_argument("--no-wait", action="store_true", help="return right after submitting (SLURM)")
     args = parser.parse_args(argv)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from launcher.cli import USAGE, VERBS, main
+from tests.conftest import run_hpml
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,3 +46,19 @@ def test_verbs_of_other_packages_live_with_them_and_the_launcher_imports_no_work
     assert not (REPO / "launcher" / "model_stats_cli.py").exists()
     for path in (REPO / "launcher").glob("*.py"):
         assert not [m for m in imported_modules(path) if m.split(".")[0] == "workloads"], path
+
+
+@pytest.mark.parametrize("args, says", [
+    (["report", ""], "hpml report: argument dir: '' is not allowed: a folder path"),
+    (["report", "somewhere", "--out", " "], "hpml report: argument --out: ' ' is not allowed: a folder path"),
+    (["evaluate", "somewhere", "--images", ""], "hpml evaluate: argument --images: '' is not allowed"),
+    (["status"], "hpml status: the following arguments are required: sweep_dir"),
+    (["resume", "a", "b"], "hpml resume: unrecognized arguments: b"),
+    (["data", "digits", "--root", "r", "--train-size", "many"], "hpml data digits: argument --train-size: invalid "
+                                                                "int value: 'many'"),
+], ids=["report-dir", "report-out", "evaluate-images", "status", "resume", "data"])
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
+    # Path('') is the current directory: an empty folder argument would read or write wherever hpml ran
+    done = run_hpml(args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith(f"hpml: error: {says}"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
