@@ -17,6 +17,7 @@ only when it has rows, and a figure only when its draw function drew something.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 import pandas as pd
 
 from analysis.latex import latex_table
+from analysis.results import MALFORMED
 
 
 # Past this many configurations, a table kind that is one table per configuration becomes one table with the
@@ -161,7 +163,20 @@ def write_tables(sections: Sequence[Section], out_dir: Path, only: Optional[Set[
 
 
 def draw_figures(sections: Sequence[Section], out_dir: Path) -> List[Path]:
-    """Each figure that draws (its draw function returns True), in order."""
+    """Each figure that draws (its draw function returns True), in order. A figure that a damaged value breaks
+    is one line on stderr and no file; the tables and the other figures are still written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     return [out_dir / figure.file for section in sections for figure in section.figures
-            if figure.draw(out_dir / figure.file)]
+            if _drawn(figure, out_dir / figure.file)]
+
+
+def _drawn(figure: Figure, path: Path) -> bool:
+    try:
+        return figure.draw(path)
+    except MALFORMED as error:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")  # the figure the draw left open
+        print(f"hpml: {figure.file} not drawn: a value it plots is malformed ({type(error).__name__}: "
+              f"{' '.join(str(error).split())})", file=sys.stderr)
+        return False

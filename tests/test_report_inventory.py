@@ -233,3 +233,19 @@ def test_a_point_folder_in_a_link_loop_or_unreadable_is_one_line(tmp_path):
 
     assert [row["identity"]["point"] for row in report.loaded.rows] == [0]
     assert str(tmp_path / "points/1/result.json") in problems(report)
+
+
+def test_a_figure_a_damaged_value_breaks_is_one_line_and_the_others_are_drawn(tmp_path, capsys):
+    from analysis.sections import Figure, Section, draw_figures
+
+    def breaks(path):
+        raise ValueError("cannot convert float NaN to integer")  # what int(NA) raised in the data-loader figure
+
+    def draws(path):
+        path.write_bytes(b"png")
+        return True
+
+    section = Section("s", figures=[Figure("broken.png", breaks), Figure("fine.png", draws)])
+    assert draw_figures([section], tmp_path) == [tmp_path / "fine.png"]
+    assert capsys.readouterr().err == ("hpml: broken.png not drawn: a value it plots is malformed (ValueError: "
+                                       "cannot convert float NaN to integer)\n")
