@@ -8,14 +8,14 @@ rerun continues from it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import yaml
 
 from conf.schema import ClusterKind, config_from_dict
 from contract.telemetry_format import SIDECAR_GLOB
 from contract.sweep_layout import ATTEMPTS_DIR, CONFIG_FILE, LOGS_DIR, RESULT_FILE, STATE_FILE, point_dir
-from launcher.errors import LaunchError
+from launcher.errors import LaunchError, one_line
 from launcher.jobspec import JobSpec, jobspec_of
 from launcher.manifest import read_manifest, write_manifest
 from launcher.slurm_preflight import preflight as slurm_preflight
@@ -34,6 +34,10 @@ def resume(sweep_dir: Path, wait: bool = True) -> int:
     if not rerun:
         print(f"hpml: nothing to resume in {sweep_dir}: {len(states) - busy} completed, {busy} pending or running")
         return 0
+    problems = [problem for s in rerun for problem in rerun_problems(sweep_dir, manifest["points"][s.point])]
+    if problems:  # before any file is moved: a resume that stops half-way would leave attempts half-moved
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise LaunchError(f"cannot resume {sweep_dir}: {problems[0]}{more}; nothing was moved or submitted")
     specs = [prepare_rerun(sweep_dir, manifest["points"][s.point]) for s in rerun]
     settings = config_from_dict(yaml.safe_load((Path(specs[0].point_dir) / CONFIG_FILE).read_text()))
     settings.sweep.wait = wait
@@ -45,6 +49,36 @@ def resume(sweep_dir: Path, wait: bool = True) -> int:
     print(f"hpml: resuming {len(specs)} of {len(states)} point(s) of {manifest['sweep']}: "
           f"{', '.join(str(s.point) for s in specs)}")
     return run_points(sweep_dir, manifest, specs, settings)
+
+
+def rerun_problems(sweep_dir: Path, entry: Dict) -> List[str]:
+    """What would stop prepare_rerun half-way, one line each: the point's config.yaml (a file, a YAML mapping, a
+    valid config), its manifest entry's previous_job_ids (a list), its attempts/ (a folder where present)."""
+    folder = point_dir(sweep_dir, entry["point"])
+    where = f"points/{entry['point']}"
+    problems = []
+    previous = entry.get("previous_job_ids", [])
+    if not isinstance(previous, list):
+        problems.append(f"manifest.json: point {entry['point']}'s previous_job_ids is {type(previous).__name__}, "
+                        "not a list")
+    attempts = folder / ATTEMPTS_DIR
+    if attempts.exists() and not attempts.is_dir():
+        problems.append(f"{where}/{ATTEMPTS_DIR} is not a folder")
+    config = folder / CONFIG_FILE
+    if not config.is_file():
+        return problems + [f"{where}/{CONFIG_FILE} is missing or not a file"]
+    try:
+        values = yaml.safe_load(config.read_text())
+        if not isinstance(values, dict):
+            raise ValueError(f"not a YAML mapping but {type(values).__name__}")
+        config_from_dict(values)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problems.append(f"{where}/{CONFIG_FILE}: not valid YAML: {getattr(error, 'problem', None) or error}{at}")
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as error:
+        problems.append(f"{where}/{CONFIG_FILE}: {one_line(error)}")
+    return problems
 
 
 def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT
 from launcher.resume import BUSY
@@ -249,3 +250,43 @@ def test_resume_reruns_a_completed_point_whose_result_was_truncated(tmp_path, hp
     assert "resuming 1 of 1 point(s)" in resume.stdout
     assert [s.state for s in current_states(sweep)] == ["completed"]
     assert (sweep / "points" / "0" / "attempts" / "0" / "result.json").read_text() == text[: len(text) // 2]
+
+
+@pytest.mark.parametrize("damage_point", ["bad_yaml", "a_list", "no_config", "attempts_file", "previous_not_list"])
+def test_resume_with_a_damaged_point_moves_nothing_and_says_so_in_one_line(tmp_path, hpml, compose_values,
+                                                                         damage_point):
+    """Every point to rerun is checked before any file is moved: a resume that stopped half-way used to leave a
+    point's result and state moved to attempts/ with the manifest unchanged (a traceback)."""
+    sweep = make_sweep(tmp_path / "sweep", 2, dead_pid())
+    good = yaml.safe_dump(compose_values(["workload.synthetic_samples=8", "workload.batch_size=4"]))
+    for point in range(2):
+        folder = sweep / "points" / str(point)
+        folder.mkdir(parents=True)
+        (folder / "config.yaml").write_text(good)
+        (folder / "state.json").write_text(json.dumps({"state": "failed", "reason": "exit 1"}))
+    bad = sweep / "points" / "1"
+    expected = {"bad_yaml": "points/1/config.yaml: not valid YAML: ",
+                "a_list": "points/1/config.yaml: not a YAML mapping but list",
+                "no_config": "points/1/config.yaml is missing or not a file",
+                "attempts_file": "points/1/attempts is not a folder",
+                "previous_not_list": "manifest.json: point 1's previous_job_ids is str, not a list"}[damage_point]
+    if damage_point == "bad_yaml":
+        (bad / "config.yaml").write_text(":\n  - [unclosed")
+    elif damage_point == "a_list":
+        (bad / "config.yaml").write_text("- 1\n- 2\n")
+    elif damage_point == "no_config":
+        (bad / "config.yaml").unlink()
+    elif damage_point == "attempts_file":
+        (bad / "attempts").write_text("x")
+    else:
+        manifest = json.loads((sweep / "manifest.json").read_text())
+        manifest["points"][1]["previous_job_ids"] = "abc"
+        (sweep / "manifest.json").write_text(json.dumps(manifest))
+
+    resume = hpml("resume", str(sweep), timeout=120)
+
+    assert resume.returncode == 2 and len(resume.stderr.strip().splitlines()) == 1, resume.stderr
+    assert resume.stderr.startswith(f"hpml: error: cannot resume {sweep}: ") and expected in resume.stderr
+    assert resume.stderr.rstrip().endswith("nothing was moved or submitted")
+    assert all((sweep / "points" / str(p) / "state.json").is_file() for p in range(2))
+    assert not (sweep / "points" / "0" / "attempts").exists()
