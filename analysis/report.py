@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,11 @@ def build_report(root: str | Path) -> Report:
     root = Path(root)
     if not root.is_dir():
         raise ReportError(f"{root} is not a directory; give a sweep directory (or a folder of sweeps)")
+    try:
+        with os.scandir(root):
+            pass
+    except OSError as error:  # else it would read as a folder with no result in it
+        raise ReportError(f"{root} cannot be read ({error.strerror or error}); give a folder you may read")
     loaded = load_results(root, RESULT_CHECKS)
     if loaded.files_found == 0:
         raise ReportError(f"no result.json under {root}; if it is a sweep still running, see "

@@ -103,3 +103,25 @@ def test_a_sweep_root_under_a_file_is_one_line_before_anything_is_written(tmp_pa
         assert "is not allowed: " in done.stderr and "is a file, so " in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_a_report_folder_that_cannot_be_read_says_so_not_that_it_holds_no_result():
+    from analysis.report import ReportError, build_report
+
+    base = Path(tempfile.mkdtemp(prefix="hpml-folders-"))  # not under pytest's 0700 folder: nobody must reach it
+    try:
+        base.chmod(0o755)
+        (base / "hidden").mkdir(mode=0o000)
+
+        def attempt():
+            try:
+                build_report(base / "hidden")
+            except ReportError as error:
+                return str(error)
+            return "no error"
+
+        assert as_an_unprivileged_user(attempt) == (f"{base / 'hidden'} cannot be read (Permission denied); give a "
+                                                    "folder you may read")
+    finally:
+        (base / "hidden").chmod(0o700)
+        shutil.rmtree(base)
