@@ -47,6 +47,7 @@ def require_one_line(key: str, value: Any) -> None:
 # loop would mostly read state files beside the points it times; above 10 minutes a SLURM launch with
 # sweep.wait=true could wait that long after its last point ended (1e12 overflowed time_t in the wait).
 POLL_S = (0.1, 600.0)
+MAX_REQUEUES = 100  # a point requeued more often than this is not making progress (each attempt costs a queue wait)
 
 
 class ClusterKind(str, Enum):
@@ -76,6 +77,9 @@ class ClusterConfig:
     kind: ClusterKind = MISSING
     max_parallel: int = MISSING  # points running at once (local) / array parallelism (SLURM); 0: no cap
     poll_s: float = MISSING  # how often a waiting launch refreshes its progress line
+    # SLURM: how many times a point that reaches its time limit is requeued to continue from its last epoch
+    # checkpoint (submitit's max_num_timeout; its default 3); then it is failed ("timed-out too many times")
+    max_requeues: int = 3
     # Local only: plan as if this machine had this many visible GPUs (a --dry-run of a sweep meant for a GPU
     # host, checked on a laptop); None counts them (launcher/local_preflight.py).
     assume_gpus: Optional[int] = None
@@ -108,6 +112,8 @@ class ClusterConfig:
                 self.max_parallel)
         require(self.assume_gpus is None or self.assume_gpus >= 0, "cluster.assume_gpus",
                 "null (count this machine's GPUs) or an integer >= 0", self.assume_gpus)
+        require(0 <= self.max_requeues <= MAX_REQUEUES, "cluster.max_requeues",
+                f"an integer from 0 to {MAX_REQUEUES} (requeues of a point at its time limit)", self.max_requeues)
         low, high = POLL_S
         require(low <= self.poll_s <= high, "cluster.poll_s", f"a number from {low:g} to {high:g} (seconds)",
                 self.poll_s)

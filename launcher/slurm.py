@@ -26,7 +26,7 @@ from launcher.slurm_requests import gpu_request
 # SIGUSR2 this long before the time limit: PointJob.checkpoint() then requeues the point, which resumes
 # from its last epoch checkpoint.
 SIGNAL_DELAY_S = 30
-MAX_REQUEUES_ON_TIMEOUT = 3
+MAX_REQUEUES_ON_TIMEOUT = 3  # cluster.max_requeues' default (submitit's)
 DEFAULT_MAX_ARRAY_SIZE = 1001  # SLURM's default MaxArraySize
 
 
@@ -130,14 +130,14 @@ def sbatch_reason(error: BaseException) -> str:
 
 
 def submit_arrays(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, array_limit: int,
-                  on_array: Callable[[List[Submitted]], None]) -> None:
+                  on_array: Callable[[List[Submitted]], None], max_requeues: int = MAX_REQUEUES_ON_TIMEOUT) -> None:
     """Submits every point, one array at a time; on_array(its points) right after each sbatch, so what was
     queued is on record even when a later sbatch is refused (SbatchRefused). Nothing waits for the jobs."""
     array_number, queued = 0, set()
     for shape, group in group_by_shape(specs):
         for part in chunks(group, array_limit):
             executor = submitit.SlurmExecutor(folder=str(jobs_folder(sweep_dir)),
-                                              max_num_timeout=MAX_REQUEUES_ON_TIMEOUT)
+                                              max_num_timeout=max_requeues)
             executor.update_parameters(**executor_parameters(shape, max_parallel))
             try:  # submitit prints sbatch's stderr when sbatch fails; the error carries it, said once
                 with outside_of_any_job(), contextlib.redirect_stderr(io.StringIO()):

@@ -44,7 +44,7 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
             print(f"hpml: {stopped}", file=sys.stderr)
             return stopped.exit_code
     else:
-        submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel)
+        submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel, settings.cluster.max_requeues)
         if not settings.sweep.wait:
             print(f"hpml: submitted; follow with `hpml status {sweep_dir}`")
             return 0
@@ -60,7 +60,8 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
     return 0 if all(s.state == "completed" for s in states) else 1
 
 
-def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], max_parallel: int) -> None:
+def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], max_parallel: int,
+                    max_requeues: int = slurm.MAX_REQUEUES_ON_TIMEOUT) -> None:
     """sbatch, one job array per shape (split at MaxArraySize). Each array's job ids go into the manifest as
     soon as sbatch returns, and its sbatch script into its points' folders. An sbatch refusal leaves the
     points it did not queue "not submitted" (`hpml resume` submits them) and becomes one LaunchError line."""
@@ -80,7 +81,8 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
         slurm.keep_sbatch_scripts(array)
 
     try:
-        slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config), on_array=record)
+        slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config), on_array=record,
+                            max_requeues=max_requeues)
     except slurm.SbatchRefused as refused:
         queued = len(specs) - len(refused.points)
         raise LaunchError(f"sbatch refused point(s) {', '.join(map(str, refused.points))}: {refused.why} "

@@ -50,6 +50,8 @@ def test_config_from_dict_rejects_unknown_keys(compose_values):
     ("resources.workers_per_node", 4, "at most resources.gpus_per_node=2"),
     ("cluster.poll_s", 1e12, "cluster.poll_s=1000000000000.0 is not allowed: a number from 0.1 to 600 (seconds)"),
     ("cluster.poll_s", 0.01, "cluster.poll_s=0.01 is not allowed: a number from 0.1 to 600 (seconds)"),
+    ("cluster.max_requeues", -1, "cluster.max_requeues=-1 is not allowed: an integer from 0 to 100"),
+    ("cluster.max_requeues", 1000, "cluster.max_requeues=1000 is not allowed: an integer from 0 to 100"),
     ("resources.time_min", 10**12, "resources.time_min=1000000000000 is not allowed: an integer from 1 to 525600 "
                                    "(minutes: a year at most)"),
 ])
