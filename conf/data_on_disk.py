@@ -29,7 +29,7 @@ def _stamp(paths) -> Tuple[float, ...]:
     return tuple(os.stat(p).st_mtime_ns for p in paths)
 
 
-def cifar10_on_disk(root: Optional[str]) -> Optional[OnDisk]:
+def cifar10_contents(root: Optional[str]) -> Optional[OnDisk]:
     """Training samples (the labels of data_batch_1..5) and classes (batches.meta's label_names); None when a file
     is missing or unreadable."""
     if not root:
@@ -53,7 +53,7 @@ def _read_cifar10(folder: str, stamp: Tuple[float, ...]) -> OnDisk:
     return OnDisk(samples, classes)
 
 
-def image_folder_on_disk(root: Optional[str]) -> Optional[OnDisk]:
+def image_folder_contents(root: Optional[str]) -> Optional[OnDisk]:
     """Images under train/<class>/ (ImageFolder's extensions, any depth) and the class folders; None without
     train/."""
     if not root or not (Path(root) / "train").is_dir():

@@ -12,7 +12,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.data_on_disk import OnDisk, cifar10_on_disk as cifar10_layout, image_folder_on_disk
+from conf.data_on_disk import OnDisk, cifar10_contents, image_folder_contents
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
@@ -323,9 +323,9 @@ def on_disk(cfg: TrainConfig) -> Optional[OnDisk]:
     """What the configured real data set holds on disk (cifar10, or auto that found CIFAR-10; image_folder); None
     for synthetic data or data that is not there (the preflight says so)."""
     if cfg.dataset in (Dataset.cifar10, Dataset.auto):
-        return cifar10_layout(cfg.data_root)
+        return cifar10_contents(cfg.data_root)
     if cfg.dataset == Dataset.image_folder:
-        return image_folder_on_disk(cfg.data_root)
+        return image_folder_contents(cfg.data_root)
     return None
 
 
