@@ -198,7 +198,7 @@ def test_the_phase_shares_of_a_real_cpu_run_add_up(tmp_path, digits_root):
 
 
 @pytest.mark.parametrize("setting, epochs", [("baseline", 2), ("workers", 2), ("device_data", 2), ("all_host", 10),
-                                             ("all_device", 14)])
+                                             ("all_device", 14), ("all_device_compiled", 20)])
 def test_the_utilization_settings_with_fast_epochs_time_more_of_them(compose_values, setting, epochs):
     # an H100 ran all_device's epoch in 1.1 s and all_host's in 1.7 s: 2 epochs gave a 1-2 s window (marked short)
     values = compose_values(["experiment=gpu_utilization", f"utilization={setting}"])
