@@ -12,6 +12,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
 from conf.data_on_disk import OnDisk, cifar10_contents, image_folder_contents
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
@@ -23,11 +24,6 @@ from conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers
 CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
 CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
 CIFAR10_SIDE = 32  # its images are 32 x 32
-# Cutout's holes per image: DeVries & Taylor use one; past 64 the holes cover a 32x32 image many times over, and the
-# batched mask (samples x holes x H x W) grows with them (a million holes asked for 65 GB)
-MAX_CUTOUT_HOLES = 64
-# M copies of each sample per step: Hoffer et al. go to 32 (and 64 in one ablation); 1024 is far above any study
-MAX_BATCH_AUGMENTATION = 1024
 
 
 class Dataset(str, Enum):
@@ -197,20 +193,10 @@ class TrainConfig(WorkloadConfig):
         require(self.dataset != Dataset.cifar10 or self.image_size == CIFAR10_SIDE, "workload.image_size",
                 f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the size "
                 "applies to image_folder and the synthetic data sets)", self.image_size)
-        require(0 <= self.crop_padding <= self.image_size, "workload.crop_padding",
-                f"an integer in [0, workload.image_size={self.image_size}] (0: no padding before the random crop)",
-                self.crop_padding)
-        require(0 <= self.cutout_holes <= MAX_CUTOUT_HOLES, "workload.cutout_holes",
-                f"an integer in [0, {MAX_CUTOUT_HOLES}] (0: no Cutout; DeVries & Taylor use 1)", self.cutout_holes)
-        require(self.cutout_holes == 0 or 1 <= self.cutout_size <= self.image_size, "workload.cutout_size",
-                f"an integer in [1, workload.image_size={self.image_size}] when workload.cutout_holes > 0",
-                self.cutout_size)
-        require(self.cutout_holes == 0 or self.dataset in REAL_DATASETS + (Dataset.auto,), "workload.cutout_holes",
-                f"0 unless workload.dataset is cifar10 or image_folder (dataset={self.dataset.value})",
-                self.cutout_holes)
+        check_crop_and_cutout(self)
         check_step_decay(self)
         check_batch_augmentation(self)
-        require(self.data_placement == DataPlacement.host or self.dataset in REAL_DATASETS + (Dataset.auto,),
+        require(self.data_placement == DataPlacement.host or self.may_read_real_data,
                 "workload.data_placement", "host unless workload.dataset is cifar10, image_folder or auto "
                 f"(dataset={self.dataset.value}; dataset=synthetic_device is the synthetic data made on the device)",
                 self.data_placement.value)
@@ -221,6 +207,12 @@ class TrainConfig(WorkloadConfig):
         require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",
                 "null exactly when workload.link=none; choose the link with hardware=<name> "
                 "(conf/hardware/), which sets both", self.link_peak_GBps)
+
+    @property
+    def may_read_real_data(self) -> bool:
+        """cifar10 or image_folder, or auto (CIFAR-10 where data_root holds it): data with images to augment and to
+        keep on the device."""
+        return self.dataset in REAL_DATASETS + (Dataset.auto,)
 
     @property
     def devices_per_worker(self) -> int:
@@ -279,30 +271,6 @@ def check_step_decay(cfg: TrainConfig) -> None:
             f"increasing epochs, each > workload.warmup_epochs={cfg.warmup_epochs} and < workload.epochs={cfg.epochs} "
             "(a later one would never apply), when workload.lr_decay=step (e.g. [50, 75])", milestones)
     require(0 < cfg.lr_gamma <= 1, "workload.lr_gamma", "a factor in (0, 1] (e.g. 0.1: divided by 10)", cfg.lr_gamma)
-
-
-def check_batch_augmentation(cfg: TrainConfig) -> None:
-    """M >= 1 copies, only where there is an augmentation to draw (a real data set); chunks >= 1 (their division
-    of the step is checked in check_resources, where the per-worker batch is known)."""
-    require(type(cfg.batch_augmentation) is int and 1 <= cfg.batch_augmentation <= MAX_BATCH_AUGMENTATION,
-            "workload.batch_augmentation", f"an integer in [1, {MAX_BATCH_AUGMENTATION}] (copies of each sample per "
-            "step; 1: off)", cfg.batch_augmentation)
-    require(cfg.batch_augmentation == 1 or cfg.augment or cfg.cutout_holes > 0, "workload.batch_augmentation",
-            "1 when there is no augmentation to draw per copy (workload.augment=false and workload.cutout_holes=0: "
-            "the M copies would be identical)", cfg.batch_augmentation)
-    require(cfg.batch_augmentation == 1 or cfg.dataset in REAL_DATASETS + (Dataset.auto,),
-            "workload.batch_augmentation", f"1 unless workload.dataset is cifar10, image_folder or auto "
-            f"(dataset={cfg.dataset.value} has no augmentation to draw per copy)", cfg.batch_augmentation)
-    require(type(cfg.accumulation_chunks) is int and cfg.accumulation_chunks >= 1, "workload.accumulation_chunks",
-            "an integer >= 1 (1: the whole step at once)", cfg.accumulation_chunks)
-
-
-def check_accumulation_chunks(cfg: TrainConfig, per_worker_batch: int) -> None:
-    """Equal chunks: every chunk's loss weighs 1 / chunks of the step's mean, and BatchNorm sees equal batches."""
-    samples = per_worker_batch * cfg.batch_augmentation
-    require(samples % cfg.accumulation_chunks == 0, "workload.accumulation_chunks",
-            f"a divisor of the {cfg.batch_augmentation} x {per_worker_batch} = {samples} samples of a worker's step "
-            "(workload.batch_augmentation x its batch), so that the chunks are equal", cfg.accumulation_chunks)
 
 
 def check_data_parallel(cfg: TrainConfig, resources: ResourcesConfig) -> None:
