@@ -1,8 +1,10 @@
-"""Shared fixtures: composing configs the way `hpml launch` does, and running the real `hpml` command."""
+"""Shared fixtures: composing configs the way `hpml launch` does, running the real `hpml` command, and the study
+that the `hpml evaluate` tests score (tests/evaluate_study.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +84,20 @@ def tiny_data_env(request):
         return {DIGITS_ENV: str(request.getfixturevalue("digits_data") / "cifar")}
 
     return _env
+
+
+@pytest.fixture(scope="module")
+def saved_evaluate_study(tmp_path_factory) -> Path:
+    """Four models (45 MB each) and an image folder, saved once per test module; each test works on a copy."""
+    from tests.evaluate_study import write_study  # imported here: torch loads only for the tests that use it
+
+    root = tmp_path_factory.mktemp("study")
+    write_study(root)
+    return root
+
+
+@pytest.fixture
+def evaluate_study(saved_evaluate_study, tmp_path):
+    """(sweep folder, image folder) of a copy of the saved study in the test's own folder."""
+    shutil.copytree(saved_evaluate_study, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "sweep", tmp_path / "images"
