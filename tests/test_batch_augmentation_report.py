@@ -118,7 +118,7 @@ def test_the_table_gives_epochs_and_time_to_target_rates_and_the_step_cost_facto
 def test_the_table_gives_each_ms_gpu_use_over_the_runs_with_telemetry(tmp_path):
     from analysis.batch_aug.runs import ba_run
     from analysis.batch_aug.tables import variant_table
-    from tests.test_telemetry_report import PHASES, columns, ok_block, sidecar_doc, write_sidecar
+    from tests.factories.telemetry import PHASES, columns, ok_block, sidecar_doc, write_sidecar
 
     def with_telemetry(doc, point, util_gpu, sm_activity):
         # one GPU sampled at t = 0..3 s; PHASES times [1, 3]: the window holds the samples at t = 1, 2, 3

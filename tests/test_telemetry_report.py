@@ -1,114 +1,28 @@
 """GPU telemetry in the report (analysis/telemetry/, issue 12 parts 3 and 4): every number against a series
-written by hand in the sidecar format of contract/telemetry_format.py (gzip'd JSON, made here), the lines for
-results without telemetry, unreadable sidecars, the PNG per point, and `hpml report` end to end."""
+written by hand in the sidecar format of contract/telemetry_format.py (tests/factories/telemetry.py), the lines for
+results without telemetry, the PNG per point, and `hpml report` end to end. Unreadable sidecars:
+tests/test_telemetry_sidecars.py."""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional
 
 import numpy as np
 import pytest
 
-from analysis import telemetry
 from analysis.report import build_report
-from analysis.sections import write_sections
 from analysis.telemetry.plots import MAX_POINTS_PER_LINE, binned, timeline
 from analysis.telemetry.points import PointTelemetry, name_figures
-from analysis.telemetry.series import SIDECAR_JSON_LIMIT, SidecarError, load_sidecar
+from analysis.telemetry.series import load_sidecar
 from analysis.telemetry.stats import (BUSY_UTIL_GPU_MIN, LOW_SM_ACTIVITY_MAX, Spread, spread, timed_energy,
                                       under_occupied)
-from contract.result_schema import validate_result
 from contract.sweep_layout import RESULT_FILE, point_dir
-from contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_VERSION, sidecar_name
+from contract.telemetry_format import sidecar_name
 from tests.conftest import run_hpml
-from tests.factories import envelope, write_result
-
-GiB = 1024 ** 3
-UUID_A, UUID_B = "aaaa-0000", "bbbb-1111"
-
-# The hand-made series of GPU A, one sample a second (t = 0, 1, 2, 3). The warm-up phase [0, 0.5] is not timed;
-# epochs 2 and 3 ([1, 2] and [2, 3]) are: the timed window holds the samples at t = 1, 2, 3.
-SERIES_A = {
-    "util_gpu": [0, 50, 100, 100],
-    "util_mem": [90, 20, 30, None],  # a null inside the window: left out, never read as 0
-    "mem_used_bytes": [10 * GiB, 5 * GiB, 3 * GiB, 2 * GiB],  # the 10 GiB peak is in warm-up: not the peak
-    "power_w": [400, 100, 200, 300],
-    "sm_activity": [None] * 4,  # GPM unavailable (not Hopper): n/a
-}
-PHASES = [  # energies per GPU; samples are every rank's
-    {"name": "warmup", "index": 0, "timed": False, "start_s": 0.0, "end_s": 0.5, "samples": 1000,
-     "energy_j": {UUID_A: 100.0, UUID_B: 90.0}},
-    {"name": "epoch", "index": 1, "timed": True, "start_s": 1.0, "end_s": 2.0, "samples": 1000,
-     "energy_j": {UUID_A: 200.0, UUID_B: 180.0}},
-    {"name": "epoch", "index": 2, "timed": True, "start_s": 2.0, "end_s": 3.0, "samples": 1000,
-     "energy_j": {UUID_A: 220.0, UUID_B: 200.0}},
-]
-
-
-def columns(n: int, **given: List[Optional[float]]) -> Dict[str, List[Optional[float]]]:
-    """Every SAMPLE_FIELD for n samples one second apart; the ones not given are null (unavailable)."""
-    return {name: given.get(name, list(range(n)) if name == "t_s" else [None] * n) for name in SAMPLE_FIELDS}
-
-
-def sidecar_doc(series: Dict[str, Dict[str, List]], phases=PHASES, *, node_rank: int = 0, t0: float = 1000.0,
-                host: str = "node0", unavailable: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """series: uuid -> its columns (as `columns` makes them). GPU i of the dict is CUDA index i."""
-    gpus = [{"cuda_index": i, "nvml_index": i + 2, "uuid": uuid, "name": "NVIDIA H200", "mig": False,
-             "unavailable": unavailable or {}} for i, uuid in enumerate(series)]
-    return {"telemetry_version": TELEMETRY_VERSION, "host": host, "node_rank": node_rank, "interval_ms": 1000,
-            "t0_unix": t0, "decimation": 1, "gpus": gpus, "samples": series, "phases": phases}
-
-
-def write_sidecar(folder: Path, doc: Any, node_rank: int = 0) -> Path:
-    path = folder / sidecar_name(node_rank)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
-    return path
-
-
-def result_with(root: Path, point: int, block: Optional[Dict[str, Any]], *, sweep: str = "study",
-                status: str = "ok", repeat: int = 0) -> Dict[str, Any]:
-    """A result of a workload with no report of its own (telemetry covers every workload), written to disk."""
-    doc = envelope({"name": "vecadd"}, point=point, sweep=sweep, status=status, repeat=repeat,
-                   reason=None if status == "ok" else "out of memory")
-    if block is not None:
-        doc["telemetry"] = block
-    path = write_result(root / sweep, doc) if repeat == 0 else _write_repeat(root / sweep, doc, repeat)
-    return {**doc, "path": str(path)}
-
-
-def _write_repeat(root: Path, doc, repeat: int) -> Path:
-    path = point_dir(root, doc["identity"]["point"]) / f"repeat{repeat}" / RESULT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc))
-    return path
-
-
-def ok_block(nodes: int = 1) -> Dict[str, Any]:
-    return {"status": "ok", "reason": None, "interval_ms": 1000, "sidecars": [sidecar_name(k) for k in range(nodes)]}
-
-
-def one_point(tmp_path: Path, series=None, phases=PHASES, status: str = "ok", **sidecar) -> Dict[str, Any]:
-    row = result_with(tmp_path, 0, ok_block(), status=status)
-    series = series or {UUID_A: columns(4, **SERIES_A)}
-    write_sidecar(Path(row["path"]).parent, sidecar_doc(series, phases, **sidecar))
-    return row
-
-
-def read_csv(path: Path) -> List[Dict[str, str]]:
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def render(rows, out: Path):
-    """(report markdown of the telemetry sections, files written)."""
-    from analysis.sections import report_markdown
-    sections = telemetry.sections(rows)
-    return report_markdown("t", sections), write_sections(sections, out)
+from tests.factories import write_result
+from tests.factories.telemetry import (GiB, PHASES, SERIES_A, UUID_A, UUID_B, columns, ok_block, one_point, read_csv,
+                                       render, result_with, sidecar_doc, write_sidecar)
 
 
 # --- the numbers, against the hand-computed series ---
@@ -211,82 +125,6 @@ def test_without_telemetry_one_line_per_reason_and_no_table(tmp_path):
     assert "|" not in markdown and written == []
 
 
-@pytest.mark.parametrize("damage, message", [
-    # mtime=0: the gzip bytes are part of the test ids, which pytest-xdist workers must collect identically
-    (None, "missing (result.json's telemetry block names it)"),
-    (b"not gzip at all", "not a complete gzip file"),
-    ("cut", "not a complete gzip file"),
-    (gzip.compress(b'{"telemetry_version": 1, "gpus": [', mtime=0), "truncated JSON"),
-    (gzip.compress(json.dumps({"telemetry_version": 99}).encode(), mtime=0), "telemetry_version 99 is not supported"),
-    ("unequal", "columns of different lengths [3, 4]"),
-    ("string", "samples.aaaa-0000.util_gpu: expected numbers or null, found a string"),
-    # a phase that ends before it starts (a negative timed time, a window that fell back to every sample), an
-    # energy that cannot be one: refused, never printed as -80 J or nan
-    ("backwards", "phases[1].end_s: expected a time >= its start_s=2.5"),
-    ("negative energy", "phases[1].energy_j: expected an object of joules >= 0"),
-    ("nan energy", "phases[1].energy_j: expected an object of joules >= 0"),
-])
-def test_a_damaged_sidecar_is_one_line_never_a_crash(tmp_path, damage, message):
-    row = result_with(tmp_path, 0, ok_block())
-    path = Path(row["path"]).parent / sidecar_name(0)
-    good = gzip.compress(json.dumps(sidecar_doc({UUID_A: columns(4, **SERIES_A)})).encode())
-    if damage == "cut":
-        path.write_bytes(good[: len(good) // 2])
-    elif damage == "unequal":
-        write_sidecar(path.parent, sidecar_doc({UUID_A: columns(4, **dict(SERIES_A, util_gpu=[1, 2, 3]))}))
-    elif damage == "string":
-        write_sidecar(path.parent, sidecar_doc({UUID_A: columns(4, **dict(SERIES_A, util_gpu=[1, "2", 3, 4]))}))
-    elif damage in ("backwards", "negative energy", "nan energy"):
-        phases = json.loads(json.dumps(PHASES))
-        if damage == "backwards":
-            phases[1]["start_s"] = 2.5
-        else:
-            phases[1]["energy_j"][UUID_A] = -80.0 if damage == "negative energy" else float("nan")
-        write_sidecar(path.parent, sidecar_doc({UUID_A: columns(4, **SERIES_A)}, phases))
-    elif damage is not None:
-        path.write_bytes(damage)
-    markdown, written = render([row], tmp_path / "out")
-    problem = [line for line in markdown.splitlines() if line.startswith(f"- `{path}`")]
-    assert len(problem) == 1 and message in problem[0], markdown
-    assert "\n" not in problem[0] and written == []
-
-
-def test_a_sidecar_that_decompresses_past_the_limit_is_refused(tmp_path, monkeypatch):
-    """A small file that inflates past the limit (a gzip bomb, or a damaged file) is refused unread."""
-    monkeypatch.setattr("analysis.telemetry.series.SIDECAR_JSON_LIMIT", 1024 * 1024)
-    n = 200_000  # ~2.6 MB of JSON, ~10 kB gzip'd
-    path = write_sidecar(tmp_path, sidecar_doc({UUID_A: columns(n, util_gpu=[50] * n)}))
-    assert path.stat().st_size < 1024 * 1024
-    with pytest.raises(SidecarError, match="^over 1 MiB once decompressed; refused$"):
-        load_sidecar(path)
-    assert SIDECAR_JSON_LIMIT == 2 ** 30
-
-
-def test_a_sidecar_name_outside_the_point_folder_is_refused(tmp_path):
-    row = result_with(tmp_path, 0, dict(ok_block(), sidecars=["../../secret.json.gz"]))
-    markdown, _ = render([row], tmp_path / "out")
-    assert "telemetry.sidecars is not a list of file names in the point's folder" in markdown
-
-
-def test_two_nodes_share_one_clock_and_the_energy_needs_both(tmp_path):
-    row = result_with(tmp_path, 0, ok_block(nodes=2))
-    folder = Path(row["path"]).parent
-    write_sidecar(folder, sidecar_doc({UUID_A: columns(4, **SERIES_A)}), 0)
-    node1 = sidecar_doc({UUID_B: columns(4, **SERIES_A)}, node_rank=1, host="node1", t0=1002.5)
-    write_sidecar(folder, node1, 1)
-    markdown, _ = render([row], tmp_path / "out1")
-    (point,) = read_csv(tmp_path / "out1" / "telemetry_energy.csv")
-    assert float(point["energy_j"]) == 800.0 and float(point["energy_per_sample_j"]) == 0.4  # (420 + 380) / 2000
-    assert "node1 cuda:0" in markdown
-
-    (folder / sidecar_name(1)).unlink()
-    markdown, _ = render([row], tmp_path / "out2")
-    (point,) = read_csv(tmp_path / "out2" / "telemetry_energy.csv")
-    assert point["energy_j"] == "" and point["energy_per_sample_j"] == ""  # node 1's GPU unknown: no total
-    assert "| 1 (1 of 2 nodes read) |" in markdown
-    assert f"- `{folder / sidecar_name(1)}`: missing" in markdown
-
-
 def test_a_failed_run_without_a_timed_phase_shows_every_sample(tmp_path):
     warmup_only = PHASES[:1] + [dict(PHASES[1], timed=False, end_s=None, energy_j={})]
     row = one_point(tmp_path, phases=warmup_only, status="oom")
@@ -332,23 +170,6 @@ def test_a_long_series_is_drawn_from_runs_short_ones_raw(tmp_path):
     assert np.array_equal(trace.util_gpu.mean, [0, 50, 100, 100])
 
 
-def test_a_sidecar_written_by_the_workers_writer_reads_back(tmp_path):
-    """The contract from both sides: workloads/common/telemetry's writer (rounding, compact JSON, atomic
-    write) and this reader agree on every number."""
-    from workloads.common.telemetry.sidecar import sidecar_document, write_sidecar as workers_write
-
-    a = columns(4, **dict(SERIES_A, power_w=[400.0004, 100.0, 200.0, 300.0]))
-    gpus = sidecar_doc({UUID_A: a})["gpus"]
-    doc = sidecar_document(host="gpu-7", node_rank=0, interval_ms=100, t0_unix=1.7e9, decimation=2, gpus=gpus,
-                           samples={UUID_A: a}, phases=PHASES, sampler={"ticks": 4})
-    sidecar = load_sidecar(workers_write(tmp_path, doc))
-    assert (sidecar.host, sidecar.period_ms, [p.timed for p in sidecar.phases]) == ("gpu-7", 200.0, [False, True, True])
-    (gpu,) = sidecar.gpus
-    assert np.array_equal(gpu.columns["util_mem"], [90, 20, 30, np.nan], equal_nan=True)
-    assert gpu.columns["power_w"][0] == 400.0  # the writer keeps mW: 400.0004 -> 400.0
-    assert timed_energy(sidecar.phases, UUID_A) == 420.0
-
-
 def test_several_sweeps_name_their_sweep_in_the_tables_and_the_pngs(tmp_path):
     rows = []
     for sweep in ("hw5", "mixed/bf16"):
@@ -373,13 +194,6 @@ def test_figure_names_never_collide():
     assert [p.figure for p in many] == ["telemetry_hw5_x_point0.png", "telemetry_b_point0_repeat0.png",
                                         "telemetry_b_point0_repeat1.png", "telemetry_b_point0_repeat1_2.png",
                                         "telemetry_b_run.png"]
-
-
-def test_report_without_any_telemetry_reads_no_sidecar(tmp_path, monkeypatch):
-    """A result whose block is not ok never opens a file, even one named beside it."""
-    row = result_with(tmp_path, 0, dict(ok_block(), status="unavailable", reason="no CUDA device"))
-    monkeypatch.setattr("analysis.telemetry.points.load_sidecar", lambda path: pytest.fail("read a sidecar"))
-    assert "GPU telemetry unavailable for 1 result(s): no CUDA device" in render([row], tmp_path / "out")[0]
 
 
 def test_hpml_report_end_to_end_with_a_real_cpu_point_and_a_hand_made_sidecar(tmp_path):
@@ -409,11 +223,3 @@ def test_hpml_report_end_to_end_with_a_real_cpu_point_and_a_hand_made_sidecar(tm
     report = build_report(sweep)
     assert all(section.title != "GPU telemetry" for section in report.sections)  # the workloads' list stays theirs
     assert report.loaded.problems == [] and [s.title for s in report.telemetry][0] == "GPU telemetry"
-
-
-def test_a_sidecar_named_twice_is_a_problem_not_twice_the_energy(tmp_path):
-    block = {**ok_block(), "sidecars": [sidecar_name(0), sidecar_name(0)]}
-    row = result_with(tmp_path, 0, block)
-    write_sidecar(Path(row["path"]).parent, sidecar_doc({UUID_A: columns(4, **SERIES_A)}))
-    errors = validate_result(row)
-    assert len(errors) == 1 and errors[0].startswith("telemetry.sidecars: a name listed twice (")

@@ -3,6 +3,8 @@
     tests.factories.train.train_result          tests.factories.synthetic.synthetic_result
     tests.factories.allreduce.allreduce_result  write_result(root, doc), write_manifest(root, points)
 
+and GPU telemetry sidecars beside them (tests.factories.telemetry: sidecar_doc, write_sidecar, result_with).
+
 Every document carries the envelope every result shares (docs/result-schema.md), so
 contract.result_schema.validate_result accepts it; only the measurements each test needs are chosen by it.
 """
