@@ -131,6 +131,12 @@ def _manifest_overrides(manifest_path: Path, problems: List[Problem]) -> Optiona
     return {entry["point"]: entry.get("overrides") or [] for entry in points}
 
 
+def point_overrides(manifest_path: Path) -> Optional[Dict[int, List[str]]]:
+    """point number -> its overrides from a sweep's manifest; None for a missing or unusable one (whose problem
+    the report's inventory states once: unread_points)."""
+    return _manifest_overrides(manifest_path, []) if manifest_path.is_file() else None
+
+
 def _not_listed(manifest: Optional[Dict[int, List[str]]], has_manifest: bool) -> str:
     """Why a point found only as a folder has no overrides to show."""
     if not has_manifest:

@@ -173,6 +173,38 @@ def differing_labels(configurations: Mapping[str, Mapping[str, Any]], strip: str
             for key, items in configurations.items()}
 
 
+COMMON_VALUES = "(the common values)"
+
+
+def labels_against_the_common(configurations: Mapping[str, Mapping[str, Any]],
+                              strip: str = "workload.") -> Dict[str, str]:
+    """Like differing_labels, but a configuration names only where it departs from the value most configurations
+    share (a sweep of settings around one baseline: each setting reads as its changes, the baseline as
+    COMMON_VALUES). A key whose most frequent value is tied with another has no common value: every configuration
+    names its own value of it."""
+    if len(configurations) < 2:
+        return {key: "" for key in configurations}
+    names = sorted({name for items in configurations.values() for name in items})
+    common: Dict[str, Any] = {}  # name -> the signature most configurations share; absent: tied
+    varying = []
+    for name in names:
+        counts: Dict[Tuple[type, Any], int] = {}
+        for items in configurations.values():
+            signature = _signature(items.get(name))
+            counts[signature] = counts.get(signature, 0) + 1
+        if len(counts) < 2:
+            continue
+        varying.append(name)
+        ranked = sorted(counts.values(), reverse=True)
+        if ranked[0] > ranked[1]:
+            common[name] = max(counts, key=counts.get)
+    labels = {}
+    for key, items in configurations.items():
+        departs = [name for name in varying if common.get(name) != _signature(items.get(name))]
+        labels[key] = " ".join(f"{name.removeprefix(strip)}={items.get(name)}" for name in departs) or COMMON_VALUES
+    return labels
+
+
 def natural_key(text: Any) -> Tuple[Any, ...]:
     """A sort key that orders the numbers inside text by value: "b=8" < "b=32" < "c=1"."""
     parts = re.split(r"(\d+(?:\.\d+)?)", str(text))

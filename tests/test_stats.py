@@ -7,8 +7,8 @@ import math
 import pytest
 
 from analysis.report import main as report_main
-from analysis.stats import (coefficient_of_variation, differing_labels, efficiency, median_spread, natural_key, pooled,
-                            population_std, rate_speedup, sample_std, speedup)
+from analysis.stats import (COMMON_VALUES, coefficient_of_variation, differing_labels, efficiency, labels_against_the_common,
+                            median_spread, natural_key, pooled, population_std, rate_speedup, sample_std, speedup)
 from tests.factories import envelope, write_result
 from tests.factories.train import train_result
 
@@ -43,6 +43,26 @@ def test_labels_name_only_what_differs_and_numbers_sort_by_value():
     assert differing_labels({"only": {"workload.lr": 0.1}}) == {"only": ""}
     assert sorted(["batch_size=32", "batch_size=8", "batch_size=128"], key=natural_key) == [
         "batch_size=8", "batch_size=32", "batch_size=128"]
+
+
+def test_settings_around_a_baseline_name_only_their_departures_from_the_common_values():
+    base = {"workload.batch_size": 32, "workload.loader_workers": 0, "workload.precision": "fp32"}
+    labels = labels_against_the_common({
+        "baseline": base, "workers": {**base, "workload.loader_workers": 8},
+        "batch": {**base, "workload.batch_size": 512},
+        "together": {"workload.batch_size": 512, "workload.loader_workers": 8, "workload.precision": "bf16"}})
+    # batch_size 32 and 512 in 2 of 4 each, loader_workers 0 and 8 in 2 of 4 each: tied, so every row names them;
+    # precision fp32 in 3 of 4 is the common value, named only where it departs
+    assert labels == {"baseline": "batch_size=32 loader_workers=0", "workers": "batch_size=32 loader_workers=8",
+                      "batch": "batch_size=512 loader_workers=0",
+                      "together": "batch_size=512 loader_workers=8 precision=bf16"}
+    three = labels_against_the_common({"b": base, "w": {**base, "workload.loader_workers": 8},
+                                      "p": {**base, "workload.precision": "bf16"}})
+    assert three == {"b": COMMON_VALUES, "w": "loader_workers=8", "p": "precision=bf16"}
+    assert labels_against_the_common({"only": base}) == {"only": ""}
+    # 1 and 1.0 are different values (as differing_labels tells them apart), a missing key is a value of its own
+    assert labels_against_the_common({"a": {"x": 1}, "b": {"x": 1}, "c": {"x": 1.0}, "d": {}}) == {
+        "a": COMMON_VALUES, "b": COMMON_VALUES, "c": "x=1.0", "d": "x=None"}
 
 
 def test_a_workload_without_a_report_is_listed_and_problems_come_last(tmp_path, capsys):

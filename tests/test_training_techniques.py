@@ -103,6 +103,42 @@ def test_a_setting_timed_over_a_short_window_is_marked_and_its_best_line_says_so
     assert "short" not in _best_line(best_long)
 
 
+def _sweep_of_settings(folder: Path, overrides_of_points):
+    """A sweep folder: manifest.json listing each point's overrides, points/<n>/ holding its result.json."""
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"points": [
+        {"point": n, "overrides": overrides} for n, overrides in enumerate(overrides_of_points)]}))
+    return [str(folder / "points" / str(n) / "result.json") for n in range(len(overrides_of_points))]
+
+
+def test_utilization_settings_are_named_by_the_choice_they_were_launched_with(tmp_path):
+    from analysis.stats import COMMON_VALUES
+    from analysis.techniques.setting_names import setting_names
+
+    first = _sweep_of_settings(tmp_path / "first", [["utilization=baseline", "experiment=gpu_utilization"],
+                                                    ["utilization=all_device", "experiment=gpu_utilization"]])
+    again = _sweep_of_settings(tmp_path / "again", [["utilization=all_device", "workload.epochs=14"]])
+    baseline = {"workload.batch_size": 32, "workload.data_placement": "host", "workload.epochs": 2}
+    device = {"workload.batch_size": 512, "workload.data_placement": "device", "workload.epochs": 2}
+    runs = [record(config_key="b", config_items=baseline, path=first[0]),
+            record(config_key="d2", config_items=device, path=first[1]),
+            record(config_key="d14", config_items={**device, "workload.epochs": 14}, path=again[0])]
+    # the same setting launched twice: what tells the two apart follows its name
+    assert setting_names(runs) == {"b": "baseline", "d2": "all_device (epochs=2)", "d14": "all_device (epochs=14)"}
+    # a point launched with no group choice (values swept directly): every name comes from the common values,
+    # here batch 512 (3 of 4) and epochs 2 (3 of 4); host and device tie (2 and 2), so every row names its own
+    plain = _sweep_of_settings(tmp_path / "plain", [["workload.batch_size=512"]])
+    runs.append(record(config_key="l", config_items={**baseline, "workload.batch_size": 512}, path=plain[0]))
+    assert setting_names(runs) == {"b": "batch_size=32 data_placement=host", "d2": "data_placement=device",
+                                   "d14": "data_placement=device epochs=14", "l": "data_placement=host"}
+    assert setting_names(runs[1:3]) == {"d2": "all_device (epochs=2)", "d14": "all_device (epochs=14)"}
+    lone = _sweep_of_settings(tmp_path / "lone", [["workload.epochs=3"]])
+    assert setting_names([record(config_key="x", config_items=baseline, path=lone[0]),
+                          record(config_key="y", config_items={**baseline, "workload.epochs": 3}, path=lone[0]),
+                          record(config_key="z", config_items=baseline, path=lone[0])]) == {
+        "x": COMMON_VALUES, "y": "epochs=3", "z": COMMON_VALUES}
+
+
 @pytest.mark.parametrize("name, cifar_stem", [("resnet18", True), ("hpml_cnn", False)])
 def test_checkpointing_gives_the_same_gradients_and_keeps_fewer_activations(name, cifar_stem):
     torch.manual_seed(0)
@@ -197,8 +233,9 @@ def test_the_phase_shares_of_a_real_cpu_run_add_up(tmp_path, digits_root):
     assert (folder / "phase_profile.tex").read_text().count("timed") >= 1
 
 
-@pytest.mark.parametrize("setting, epochs", [("baseline", 2), ("workers", 2), ("device_data", 2), ("all_host", 10),
-                                             ("all_device", 14), ("all_device_compiled", 20)])
+@pytest.mark.parametrize("setting, epochs", [("baseline", 2), ("workers", 2), ("large_batch", 3), ("device_data", 3),
+                                             ("device_large_batch", 4), ("all_host", 10), ("all_device", 14),
+                                             ("all_device_compiled", 20)])
 def test_the_utilization_settings_with_fast_epochs_time_more_of_them(compose_values, setting, epochs):
     # an H100 ran all_device's epoch in 1.1 s and all_host's in 1.7 s: 2 epochs gave a 1-2 s window (marked short)
     values = compose_values(["experiment=gpu_utilization", f"utilization={setting}"])

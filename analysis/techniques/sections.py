@@ -10,9 +10,10 @@ from typing import Any, Dict, List, Mapping, Optional
 import pandas as pd
 
 from analysis.sections import MAX_GROUP_TABLES, Figure, Section, Table
-from analysis.stats import differing_labels, is_missing, natural_key
+from analysis.stats import COMMON_VALUES, differing_labels, is_missing, natural_key
 from analysis.techniques import compare, profile
 from analysis.techniques.plots import precision_curves, profile_pie
+from analysis.techniques.setting_names import setting_names
 from analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, has_profile, telemetry_numbers
 
 MAX_PIES = 8  # pie charts per report: one per configuration, the first 8 (the tables cover every one)
@@ -47,7 +48,10 @@ CHECKPOINTING_INTRO = (
     "per-device batch that fits (the batch probe, doubling until out of memory) without and with.")
 
 UTILIZATION_INTRO = (
-    "Each configuration of the sweep (named by what differs from the others): samples/s over the timed epochs "
+    "Each configuration of the sweep, named by the config-group choice its point was launched with "
+    "(experiment=gpu_utilization: utilization=<setting>, conf/utilization/; the same setting launched twice adds "
+    "what tells the two apart), or, where the points chose none, by where it departs from the value most of the "
+    f"sweep's configurations share ({COMMON_VALUES}: a configuration at every such value): samples/s over the timed epochs "
     "(mean ± sample std over runs), and GPU telemetry over them: utilization.gpu (the share of time some kernel "
     "ran) and SM activity (GPM: the share of the SMs' cycles with a warp resident, how much of the GPU the "
     "kernels used). Closest to full use: the highest SM activity (utilization.gpu where no SM activity was "
@@ -223,9 +227,11 @@ def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
                                                                 for r in runs):
             continue
         runs = _with_telemetry(runs)
-        labels = differing_labels({r["config_key"]: r["config_items"] for r in runs})
-        frame = compare.utilization_frame(runs, {k: v for k, v in labels.items()})
-        frame = frame.sort_values("setting", key=lambda s: s.map(natural_key)).reset_index(drop=True)
+        frame = compare.utilization_frame(runs, setting_names(runs))
+        # the baseline (by name, or as the configuration at every common value) first, the others by name
+        frame = frame.sort_values("setting", key=lambda s: s.map(
+            lambda setting: (not setting.startswith(("baseline", COMMON_VALUES)), natural_key(setting)))
+        ).reset_index(drop=True)
         headers = ["setting", "runs (n)", "samples/s", "timed window [s]", "util.gpu [%]", "SM activity [%]"]
         body = [[r["setting"], r["runs"], _pm(r["samples_per_s_mean"], r["samples_per_s_std"], ".0f"), _window(r),
                  _num(r["util_gpu_mean"], ".1f"), _num(r["sm_activity_mean"], ".1f")] for r in frame.to_dict("records")]
