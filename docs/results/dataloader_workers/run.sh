@@ -13,6 +13,8 @@
 # Knobs (environment), the defaults being the H200 run's:
 #   TRAIN_SIZE=50000 JPEG_SIZE=25000 PRESET=dataloader_workers OPTIONS_WORKERS=8 PIN=true BUDGET_S=360 EXTRA=""
 #   DATASETS="cifar jpeg" (DATASETS=cifar: the CIFAR-10 batches only, when the device time is short)
+#   LINES="workers device options" (LINES=options: only the DataLoader's options, e.g. after a run that skipped them;
+#   they then run whatever BUDGET_S says)
 # The same on a 2-core CPU (what docs/results/dataloader_workers/cpu_2core/ holds; no GPU check there):
 #   TRAIN_SIZE=10000 JPEG_SIZE=10000 PRESET=dataloader_workers_cpu OPTIONS_WORKERS=2 PIN=false BUDGET_S=100000 \
 #       bash docs/results/dataloader_workers/run.sh cpu_2core
@@ -66,17 +68,23 @@ launch() {  # one launch of the preset; a failed point is reported in the table,
 }
 cifar=(workload.dataset=cifar10 workload.data_root="$SCRATCH/cifar")
 jpeg=(workload.dataset=image_folder workload.data_root="$SCRATCH/jpeg")
+LINES=${LINES:-workers device options}
 for data in $DATASETS; do
     declare -n dataset=$data
-    step "$data: the workers line at PyTorch's defaults"
-    launch "${dataset[@]}"
-    step "$data: the device path"
-    launch "${dataset[@]}" workload.data_placement=device workload.loader_workers=0
+    if [[ " $LINES " == *" workers "* ]]; then
+        step "$data: the workers line at PyTorch's defaults"
+        launch "${dataset[@]}"
+    fi
+    if [[ " $LINES " == *" device "* ]]; then
+        step "$data: the device path"
+        launch "${dataset[@]}" workload.data_placement=device workload.loader_workers=0
+    fi
 done
 for data in $DATASETS; do
     declare -n dataset=$data
     # 4 points at OPTIONS_WORKERS workers are about as fast as the fastest launch's points (the device path's)
-    if [ $((SECONDS + 4 * fastest_s + 15)) -gt "$BUDGET_S" ]; then
+    [[ " $LINES " == *" options "* ]] || continue
+    if [[ " $LINES " == *" workers "* ]] && [ $((SECONDS + 4 * fastest_s + 15)) -gt "$BUDGET_S" ]; then
         step "$data: the options skipped: 4 points of ~$fastest_s s would pass BUDGET_S=$BUDGET_S"
         continue
     fi
