@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Set
 
 from analysis.results import point_overrides
 from analysis.stats import differing_labels, labels_against_the_common
@@ -46,14 +46,14 @@ def setting_names(runs: List[Mapping[str, Any]]) -> Dict[str, str]:
     """config_key -> the setting's name (see the module's docstring)."""
     configurations = {r["config_key"]: r["config_items"] for r in runs}
     manifests: Dict[Path, Optional[Dict[int, List[str]]]] = {}
-    chosen: Dict[str, set] = {}
+    chosen: Dict[str, Set[str]] = {}
     for run in runs:
         chosen.setdefault(run["config_key"], set()).add(group_choices(run.get("path"), manifests))
-    if any(names != {next(iter(names))} or not next(iter(names)) for names in chosen.values()):
+    if any(len(names) != 1 or "" in names for names in chosen.values()):
         return labels_against_the_common(configurations)  # some configuration has no single, named choice
     by_name: Dict[str, List[str]] = {}
-    for key, names in chosen.items():
-        by_name.setdefault(next(iter(names)), []).append(key)
+    for key, (name,) in chosen.items():
+        by_name.setdefault(name, []).append(key)
     labels = {}
     for name, keys in by_name.items():
         apart = differing_labels({key: configurations[key] for key in keys})
