@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import os
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -106,6 +107,15 @@ def test_hpml_own_model():
     (["vgg19", "--input", "3x8x8"], "vgg19 cannot run on a 3x8x8 input: "),
     (["--inception", "--batch", "2"], "--inception takes --input, --format and --out only, not --batch"),
     (["vgg19", "--bogus"], "unrecognized arguments: --bogus"),
+    (["vgg19", "--input", "3x" + "2" * 5000 + "x3"], "an argument of 5,004 characters ('3x222222222222222222'...): "
+                                                     "at most 4096"),
+    (["vgg19", "--input", "3x" + "2" * 4000 + "x3"], "got '3x22222222222222222222222222222222222222222222222222222222"
+                                                     "22... (4,004 characters)'"),
+    (["a" * 4000], "unknown model 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... (4,000 characters)'"),
+    (["vgg19", "--dtype", "x" * 4000], "invalid choice: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' "
+                                       "(4,000 characters) (choose from"),
+    (["vgg19", "--list"], "--list takes no other argument, got 'vgg19 --list"),
+    (["regnet_y_400mf", "--classes", "2147483647"], "regnet_y_400mf cannot be built with 2147483647 classes: "),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(tmp_path, args, message):
     code, out, err = hpml(*args, "--out", str(tmp_path / "stats.md"), "--figure", str(tmp_path / "f.png")) \
@@ -132,3 +142,32 @@ def test_missing_output_folder_is_refused_before_counting(tmp_path):
     missing = tmp_path / "no"
     code, _, err = hpml("vgg19", "--out", str(missing / "x.md"))
     assert code == 2 and err == f"hpml: error: --out {missing / 'x.md'}: folder {missing} does not exist\n"
+
+
+@pytest.mark.parametrize("option, name", [("--out", "pipe.md"), ("--figure", "pipe.png")])
+def test_a_fifo_is_refused_rather_than_waited_on(tmp_path, option, name):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    code, out, err = hpml("alexnet", option, str(fifo))  # opening a FIFO nobody reads would block forever
+    assert code == 2 and out == ""
+    assert err == f"hpml: error: {option} {fifo}: is a FIFO; give a file (without --out the output goes to stdout, " \
+                  "which can be piped)\n"
+
+
+def test_a_name_too_long_and_a_folder_not_writable_are_one_line(tmp_path, monkeypatch):
+    long_name = tmp_path / ("a" * 300 + ".md")
+    code, _, err = hpml("alexnet", "--out", str(long_name))
+    assert code == 2 and err.startswith("hpml: error: --out ") and err.endswith(" characters): File name too long\n")
+    monkeypatch.setattr("models.stats.cli.os.access", lambda path, mode: False)  # root may write anywhere
+    code, _, err = hpml("alexnet", "--out", str(tmp_path / "x.md"))
+    assert code == 2 and err == f"hpml: error: --out {tmp_path / 'x.md'}: folder {tmp_path} may not be written in\n"
+    (tmp_path / "old.md").write_text("kept")
+    code, _, err = hpml("alexnet", "--out", str(tmp_path / "old.md"))
+    assert code == 2 and "old.md: the file may not be written (permission denied)" in err
+    assert (tmp_path / "old.md").read_text() == "kept"
+
+
+def test_character_devices_and_huge_inputs_are_fine():
+    """/dev/null is written like a file; a huge input or batch costs no memory on the meta device."""
+    code, out, err = hpml("resnet50", "--input", "3x100000x100000", "--batch", "1000", "--out", "/dev/null")
+    assert (code, out, err) == (0, "wrote /dev/null\n", "")

@@ -7,14 +7,18 @@
 
 Counts on the meta device (no weights are made), so any model takes about a second on a CPU. Bad input
 (an unknown model, an input that is not CxHxW, a dtype or format not offered, an option that does not go
-with --inception, a folder that does not exist for --out or --figure) is one `hpml: error:` line, exit 2,
-and nothing is written. docs/studies/model-analysis.md says what is counted.
+with --inception or --list, an argument longer than a path can be, an --out or --figure that cannot be written:
+a missing or read-only folder, a name too long, a FIFO or other non-file) is one `hpml: error:` line, exit 2,
+and nothing is written. Memory does not grow with the input or batch (nothing is allocated on meta). docs/studies/model-analysis.md says what is counted.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import os
+import re
+import stat
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
@@ -23,6 +27,7 @@ DTYPES = ("float32", "bfloat16", "float16", "float64")
 DEFAULT_INPUT = "3x224x224"
 MAX_SIZE = 2 ** 31 - 1  # any input dimension, batch or class count: torch's sizes are int64, products too
 INCEPTION_INPUT = "256x32x32"
+MAX_ARGUMENT = 4096  # characters in one argument: Linux's PATH_MAX; no model name, shape or path is longer
 
 
 class ModelStatsError(Exception):
@@ -30,7 +35,9 @@ class ModelStatsError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not argparse's usage block
+    def error(self, message: str):  # one line, not argparse's usage block; a long value shortened
+        message = re.sub(r"'([^']{60})([^']+)'", lambda m: f"'{m[1]}...' ({len(m[1] + m[2]):,} characters)",
+                         message)
         raise ModelStatsError(f"{message} (see hpml model-stats --help)")
 
 
@@ -71,31 +78,61 @@ def check_model(name: Optional[str]) -> str:
     if name not in names:
         close = difflib.get_close_matches(name, names, n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise ModelStatsError(f"unknown model {name!r}: {hint}give a torchvision classification model or one of "
+        raise ModelStatsError(f"unknown model {_shown(name)!r}: {hint}give a torchvision classification model or one of "
                               f"hpml's (hpml_cnn); hpml model-stats --list lists all {len(names)}")
     return name
 
 
 def parse_input(text: str) -> Tuple[int, int, int]:
     parts = text.lower().split("x")
-    if len(parts) != 3 or not all(part.isascii() and part.isdigit() and 0 < int(part) <= MAX_SIZE for part in parts):
+    # the length first: int() refuses strings of over 4,300 digits with a ValueError of its own
+    if len(parts) != 3 or not all(part.isascii() and part.isdigit() and len(part.lstrip("0")) <= len(str(MAX_SIZE))
+                                  and 0 < int(part) <= MAX_SIZE for part in parts):
         raise ModelStatsError(f"--input must be CxHxW with positive integers up to {MAX_SIZE}, e.g. {DEFAULT_INPUT}; "
-                              f"got {text!r}")
+                              f"got {_shown(text)!r}")
     return tuple(int(part) for part in parts)
 
 
 def check_output(option: str, path: Optional[Path], suffix: Optional[str] = None) -> None:
-    """A file that can be written: its folder exists, it is no folder itself, and it has `suffix` if given
-    (matplotlib picks the format from the suffix). Checked before anything is counted or written."""
+    """A file that can be written: its folder exists and may be written in, it is a regular file, a character
+    device (/dev/null, a terminal) or new, and it has `suffix` if given (matplotlib picks the format from the
+    suffix). A FIFO is refused: writing to one that no process reads waits forever. Checked before anything is
+    counted or written; nothing is opened or created here."""
     if path is None:
         return
-    if str(path) == "" or path.is_dir():
-        raise ModelStatsError(f"{option} {str(path)!r}: give a file name, not a folder")
-    if not path.parent.is_dir():
-        raise ModelStatsError(f"{option} {path}: folder {path.parent} does not exist"
-                              + (" (it is a file)" if path.parent.exists() else ""))
-    if suffix is not None and path.suffix.lower() != suffix:
-        raise ModelStatsError(f"{option} {path}: the file name must end in {suffix}")
+    try:
+        if str(path) == "" or path.is_dir():
+            raise ModelStatsError(f"{option} {str(path)!r}: give a file name, not a folder")
+        if not path.parent.is_dir():
+            raise ModelStatsError(f"{option} {path}: folder {path.parent} does not exist"
+                                  + (" (it is a file)" if path.parent.exists() else ""))
+        if suffix is not None and path.suffix.lower() != suffix:
+            raise ModelStatsError(f"{option} {path}: the file name must end in {suffix}")
+        if path.exists():
+            mode = path.stat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+                kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "no regular file"
+                raise ModelStatsError(f"{option} {path}: is {kind}; give a file (without --out the output goes to "
+                                      "stdout, which can be piped)")
+            if not os.access(path, os.W_OK):
+                raise ModelStatsError(f"{option} {path}: the file may not be written (permission denied)")
+        elif not os.access(path.parent, os.W_OK | os.X_OK):
+            raise ModelStatsError(f"{option} {path}: folder {path.parent} may not be written in")
+    except OSError as error:  # a name too long (ENAMETOOLONG), a loop of links, ...
+        raise ModelStatsError(f"{option} {_shown(str(path))}: {error.strerror or error}") from None
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """`text` as an error message shows it: at most `limit` characters, then how many more."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def check_arguments(argv: Sequence[str]) -> None:
+    """Refused before parsing: an argument longer than any path can be."""
+    for arg in argv:
+        if len(arg) > MAX_ARGUMENT:
+            raise ModelStatsError(f"an argument of {len(arg):,} characters ({arg[:20]!r}...): at most "
+                                  f"{MAX_ARGUMENT} (a model name, CxHxW, a path)")
 
 
 def report(args: argparse.Namespace) -> Tuple[str, list, object]:
@@ -129,10 +166,19 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
     import torch
 
     from models.stats.counting import model_stats
+    from models.stats.layers import meta_model
 
+    classes = args.classes or 1000
+    try:
+        model = meta_model(name, classes)
+    # RegNet's constructor runs on the CPU (its widths are tensor values): a last layer of billions of weights
+    # is allocated there before it moves to meta, and the allocation fails.
+    except (RuntimeError, MemoryError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelStatsError(f"{name} cannot be built with {classes} classes: {first}") from None
     try:
         stats = model_stats(name, input_shape, args.batch or 1, getattr(torch, args.dtype or "float32"),
-                            bias=not args.no_bias, num_classes=args.classes or 1000)
+                            bias=not args.no_bias, num_classes=classes, model=model)
     # The model cannot take this input: too small (RuntimeError), a fixed size (ViT asserts it), too large for
     # torch's int64 sizes (TypeError, ValueError).
     except (RuntimeError, AssertionError, TypeError, ValueError) as error:
@@ -144,7 +190,10 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        check_arguments(argv)
         args = parser().parse_args(argv)
+        if args.list and len(argv) > 1:
+            raise ModelStatsError(f"--list takes no other argument, got {_shown(' '.join(argv))!r}")
         if args.list:
             print("\n".join(f"{name}\t{source}" for name, source in model_names()))
             return 0

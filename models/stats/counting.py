@@ -67,10 +67,11 @@ def totals(model: nn.Module, counted: CountedForward, bias: bool = True) -> Tota
 
 
 def model_stats(name: str, input_shape: Sequence[int] = (3, 224, 224), batch: int = 1,
-                dtype: torch.dtype = torch.float32, bias: bool = True, num_classes: int = 1000) -> ModelStats:
-    """Counts the named model on the meta device. A model that cannot take the input (too small for its
-    pooling, wrong channel count) raises torch's RuntimeError."""
-    model = meta_model(name, num_classes)
+                dtype: torch.dtype = torch.float32, bias: bool = True, num_classes: int = 1000,
+                model: Optional[nn.Module] = None) -> ModelStats:
+    """Counts the named model on the meta device (`model`: that model already built by meta_model). A model
+    that cannot take the input (too small for its pooling, wrong channel count) raises torch's RuntimeError."""
+    model = meta_model(name, num_classes) if model is None else model
     counted = count_forward(model, input_shape, batch, dtype, bias)
     return ModelStats(model=name, input_shape=tuple(input_shape), batch=batch, dtype=dtype, bias=bias,
                       rows=counted.rows, totals=totals(model, counted, bias),
