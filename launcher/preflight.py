@@ -6,14 +6,39 @@ this module names no workload.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from pathlib import Path
 from typing import List, Sequence
 
 from conf.schema import HpmlConfig
+from conf.validation import shown
+from conf.workload_contract import WorkloadConfig
 
 
 def config_problems(configs: Sequence[HpmlConfig]) -> List[str]:
     """Problems of the points' values that the schema alone cannot see, each reported once."""
     problems: List[str] = []
     for config in configs:
-        problems.extend(config.workload.preflight_problems())
+        try:
+            problems.extend(config.workload.preflight_problems())
+        except OSError as error:  # a path the file system refuses to look at: one line, whichever workload
+            problems.append(unreadable_path_problem(config.workload, error))
     return list(dict.fromkeys(problems))
+
+
+def unreadable_path_problem(workload: WorkloadConfig, error: OSError) -> str:
+    """One line for an OSError that a workload's preflight met while looking at a path (a name too long, a folder
+    on the way without permission, an I/O error), naming the workload key whose path it was."""
+    failed = os.fsdecode(error.filename) if error.filename is not None else None
+    reason = error.strerror or type(error).__name__
+    for field in dataclasses.fields(workload):
+        value = getattr(workload, field.name)
+        if failed and isinstance(value, str) and value and _within(Path(failed), Path(value)):
+            looked_at = "" if Path(failed) == Path(value) else f" (at {shown(failed)})"
+            return f"workload.{field.name}={shown(value)}: the file system refuses to open it{looked_at}: {reason}"
+    return f"workload preflight: the file system refuses to open {shown(failed)}: {reason}"
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents

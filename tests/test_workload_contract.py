@@ -76,6 +76,26 @@ def test_preflight_reaches_the_workloads_own_check(cap_values, tmp_path):
     assert config_problems([config]) == []
 
 
+def test_a_path_the_file_system_refuses_is_one_line_naming_its_key(cap_values, tmp_path, monkeypatch):
+    """Path.exists / is_file / is_dir raise for a name too long or a folder without permission on the way (they
+    only swallow 'no such file'); the preflight turns that into one line naming the key, for every workload."""
+    long_name = tmp_path / ("a" * 300)
+    cap_values["workload"]["needs_file"] = str(long_name)
+    [problem] = config_problems([config_from_dict(cap_values)])
+    assert problem.startswith("workload.needs_file='") and problem.endswith(
+        "characters): the file system refuses to open it: File name too long")  # the name quoted cut short
+
+    def denied(path, *args, **kwargs):  # root reads every folder, so the refusal is simulated
+        raise PermissionError(13, "Permission denied", str(path))
+
+    inside = tmp_path / "locked" / "model.pt"
+    cap_values["workload"]["needs_file"] = str(tmp_path / "locked")
+    monkeypatch.setattr(Path, "exists", lambda path: denied(inside))
+    assert config_problems([config_from_dict(cap_values)]) == [
+        f"workload.needs_file='{tmp_path / 'locked'}': the file system refuses to open it (at '{inside}'): "
+        "Permission denied"]
+
+
 @pytest.mark.parametrize("workload", ["train", "allreduce"])
 def test_nccl_without_gpus_is_refused_before_launch_for_every_workload(compose_values, workload):
     """Before the contract, only synthetic refused this at planning time; train and allreduce failed in the
