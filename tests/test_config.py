@@ -54,6 +54,10 @@ def test_config_from_dict_rejects_unknown_keys(compose_values):
     ("cluster.max_requeues", 1000, "cluster.max_requeues=1000 is not allowed: an integer from 0 to 100"),
     ("resources.time_min", 10**12, "resources.time_min=1000000000000 is not allowed: an integer from 1 to 525600 "
                                    "(minutes: a year at most)"),
+    # SGD's own ValueError once the point had started (its folder written)
+    ("workload.momentum", -1.0, "workload.momentum=-1.0 is not allowed: a number >= 0 and < 1"),
+    ("workload.momentum", 1.0, "workload.momentum=1.0 is not allowed: a number >= 0 and < 1"),
+    ("workload.weight_decay", -1.0, "workload.weight_decay=-1.0 is not allowed: a number >= 0"),
 ])
 def test_schema_checks_name_the_field(compose_values, key, value, message):
     values = compose_values(["resources.gpus_per_node=2"] if "workers" in key else [])
@@ -119,3 +123,22 @@ def test_dry_run_still_rejects_a_bad_point(hpml, tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().startswith("hpml: error: workload.epochs: Value 'abc'")
     assert not (tmp_path / "sweeps").exists()
+
+
+@pytest.mark.parametrize("overrides, problem", [
+    # each failed in the worker after its start-up: pooling too small, ViT's fixed size, a stem only ResNets have
+    (["workload.model=alexnet", "workload.image_size=32"],
+     "workload.image_size=32: alexnet cannot run on a 3x32x32 input (Given input size: (256x1x1)."),
+    (["workload.model=vit_b_16", "workload.image_size=64"],
+     "workload.image_size=64: vit_b_16 cannot run on a 3x64x64 input (Wrong image height! Expected 224 but got 64!)"),
+    (["workload.model=hpml_cnn", "workload.cifar_stem=true"],
+     "workload.model=hpml_cnn cannot be built with these keys (workload.cifar_stem=true needs a torchvision ResNet"),
+    (["workload.model=resnet18", "workload.image_size=32"], None),
+    (["workload.model=resnet18", "workload.image_size=32", "workload.cifar_stem=true"], None),
+])
+def test_the_preflight_asks_the_model_whether_it_takes_the_images(compose_values, overrides, problem):
+    problems = config_from_dict(compose_values(["experiment=quickstart", *overrides])).workload.preflight_problems()
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(problem), problems

@@ -14,6 +14,7 @@ from typing import List, Optional
 
 from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
 from conf.data_on_disk import OnDisk, cifar10_contents, image_folder_contents
+from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
@@ -157,6 +158,8 @@ class TrainConfig(WorkloadConfig):
         require(self.epochs >= 2, "workload.epochs",
                 "an integer >= 2 (epoch 1 is warm-up and is not reported)", self.epochs)
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
+        require(0 <= self.momentum < 1, "workload.momentum", "a number >= 0 and < 1 (SGD's momentum)", self.momentum)
+        require(self.weight_decay >= 0, "workload.weight_decay", "a number >= 0", self.weight_decay)
         require(self.loader_workers >= 0, "workload.loader_workers", "an integer >= 0", self.loader_workers)
         require(self.dataset not in REAL_DATASETS or bool(self.data_root),
                 "workload.data_root",
@@ -244,6 +247,9 @@ class TrainConfig(WorkloadConfig):
 
     def preflight_problems(self) -> List[str]:
         problems = [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
+        if not problems:  # the model is known: can it take the images it will get?
+            problems += [p for p in [input_problem(self.model, self.image_size, self.num_classes,
+                                                   self.cifar_stem)] if p]
         if self.activation_checkpointing and not problems:
             from models.stages import stages_problem  # imports torch: only when checkpointing is asked for
 
