@@ -24,14 +24,13 @@ from typing import Any, Dict, List
 
 import torch
 
+from conf.limits import MAX_CLASSES
 from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from contract.sweep_layout import POINTS_DIR
 from evaluation.files import NotReadable, one_line, open_regular
 from evaluation.images import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
 from models.build import build_classifier
 
-
-MAX_CLASSES = 100_000  # ImageNet-21k has 21841
 
 
 class SavedModelError(Exception):

@@ -41,7 +41,7 @@ def test_the_presets_compose(compose_values):
     ("workload.batch_size=0", "workload.batch_size=0 is not allowed: an integer >= 1"),
     ("workload.epochs=1", "workload.epochs=1 is not allowed: an integer >= 2 (epoch 1 is warm-up"),
     ("workload.image_size=64", "workload.image_size=64 is not allowed: 32 when workload.dataset=cifar10"),
-    ("workload.crop_padding=-1", "workload.crop_padding=-1 is not allowed: an integer >= 0"),
+    ("workload.crop_padding=-1", "workload.crop_padding=-1 is not allowed: an integer in [0, workload.image_size=32]"),
     ("workload.loader_workers=-1", "workload.loader_workers=-1 is not allowed: an integer >= 0"),
     ("workload.loader_workers=3", "workload.loader_workers=3 is not allowed: at most resources.cpus_per_worker=2"),
     ("workload.prefetch_factor=2", "workload.prefetch_factor=2 is not allowed: null when workload.loader_workers=0"),

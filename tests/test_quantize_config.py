@@ -31,7 +31,7 @@ def test_the_presets_compose_to_one_cpu_worker(compose_values):
 
 @pytest.mark.parametrize("override, message", [
     ("workload.model=resnet18", "workload.model='resnet18' is not allowed: one of hw5_cnn, hpml_cnn"),
-    ("workload.num_classes=1", "workload.num_classes=1 is not allowed: an integer >= 2"),
+    ("workload.num_classes=1", "workload.num_classes=1 is not allowed: an integer from 2 to 100,000"),
     ("workload.dataset=imagenet", "workload.dataset: Invalid value 'imagenet', expected one of [cifar10, digits]"),
     ("workload.data_root=/data", "workload.data_root='/data' is not allowed: null when workload.dataset=digits"),
     ("workload.dataset=cifar10", "workload.data_root=None is not allowed: a directory holding cifar-10-batches-py/"),

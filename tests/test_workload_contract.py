@@ -17,7 +17,7 @@ import yaml
 
 from conf.resources import ResourcesConfig
 from conf.schema import config_from_dict
-from conf.validation import MISSING, ConfigValueError, require
+from conf.validation import MISSING, ConfigValueError, require, shown
 from conf.workload import WORKLOAD_SCHEMAS
 from conf.workload_contract import Backend, Device, Scaling, WorkloadConfig
 from contract.result_format import SCALING_MODES
@@ -92,8 +92,8 @@ def test_a_path_the_file_system_refuses_is_one_line_naming_its_key(cap_values, t
     cap_values["workload"]["needs_file"] = str(tmp_path / "locked")
     monkeypatch.setattr(Path, "exists", lambda path: denied(inside))
     assert config_problems([config_from_dict(cap_values)]) == [
-        f"workload.needs_file='{tmp_path / 'locked'}': the file system refuses to open it (at '{inside}'): "
-        "Permission denied"]
+        f"workload.needs_file={shown(str(tmp_path / 'locked'))}: the file system refuses to open it "
+        f"(at {shown(str(inside))}): Permission denied"]
 
 
 @pytest.mark.parametrize("workload", ["train", "allreduce"])

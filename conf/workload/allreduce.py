@@ -11,6 +11,7 @@ from enum import Enum
 from typing import List, Optional
 
 from conf.dtypes import DTYPE_BYTES, DType
+from conf.limits import require_buffer
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig
 
@@ -43,6 +44,7 @@ class AllreduceConfig(WorkloadConfig):
                 and ratio & (ratio - 1) == 0, "workload.max_bytes",
                 f"workload.min_bytes={self.min_bytes} times a power of 2 (sizes double from min to max)",
                 self.max_bytes)
+        require_buffer("workload.max_bytes", self.max_bytes, self.max_bytes, "the largest message")
         require(self.warmup_iters >= 0, "workload.warmup_iters", "an integer >= 0", self.warmup_iters)
         require(self.iters >= 1, "workload.iters", "an integer >= 1", self.iters)
         require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",

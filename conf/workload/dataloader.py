@@ -17,6 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+from conf.limits import require_input_batch
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload.train import DataPlacement, missing_cifar10_files
@@ -59,7 +60,10 @@ class DataloaderConfig(WorkloadConfig):
                 f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the "
                 "size applies to image_folder)", self.image_size)
         require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
-        require(self.crop_padding >= 0, "workload.crop_padding", "an integer >= 0 (0: no padding)", self.crop_padding)
+        require_input_batch(self.batch_size, self.image_size)
+        require(0 <= self.crop_padding <= self.image_size, "workload.crop_padding",
+                f"an integer in [0, workload.image_size={self.image_size}] (0: no padding before the random crop)",
+                self.crop_padding)
         require(self.loader_workers >= 0, "workload.loader_workers", "an integer >= 0 (0: the main process loads)",
                 self.loader_workers)
         # PyTorch raises these two when the DataLoader is built; here they stop the sweep before any point runs

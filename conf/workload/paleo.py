@@ -13,6 +13,7 @@ from typing import List, Optional
 
 from conf.dtypes import DType
 from conf.hardware.gpu_peaks import PEAKS
+from conf.limits import require_buffer, require_classes, require_input_batch, require_square_matrix
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
@@ -48,10 +49,13 @@ class PaleoConfig(WorkloadConfig):
         for key in ("num_classes", "batch_size", "repetitions", "peak_matmul_n", "peak_copy_bytes",
                     "peak_repetitions"):
             require(getattr(self, key) >= 1, f"workload.{key}", "an integer >= 1", getattr(self, key))
-        require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
+        require_classes(self.num_classes)
         require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
+        require_input_batch(self.batch_size, self.image_size)
         require(self.peak_copy_bytes % 4 == 0, "workload.peak_copy_bytes",
                 "a positive multiple of 4 (the copy moves float32 elements)", self.peak_copy_bytes)
+        require_buffer("workload.peak_copy_bytes", self.peak_copy_bytes, self.peak_copy_bytes, "each copy buffer")
+        require_square_matrix("workload.peak_matmul_n", self.peak_matmul_n)
         require(self.warmup_iters >= 0, "workload.warmup_iters", "an integer >= 0", self.warmup_iters)
         require(self.peak_warmup >= 0, "workload.peak_warmup", "an integer >= 0", self.peak_warmup)
         require(0 <= self.peak_window_s <= 60, "workload.peak_window_s", "a number of seconds from 0 to 60",

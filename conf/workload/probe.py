@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List
 
+from conf.limits import require_buffer, require_square_matrix
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig
@@ -42,6 +43,9 @@ class ProbeConfig(WorkloadConfig):
             require(getattr(self, key) >= 0, f"workload.{key}", "a number of seconds >= 0", getattr(self, key))
         require(self.copy_bytes >= 4 and self.copy_bytes % 4 == 0, "workload.copy_bytes",
                 "a positive multiple of 4 bytes (float32 elements)", self.copy_bytes)
+        require_square_matrix("workload.matmul_n", self.matmul_n)
+        require_buffer("workload.copy_bytes", self.copy_bytes, self.copy_bytes, "each copy and triad buffer")
+        require_buffer("workload.transfer_bytes", self.transfer_bytes, self.transfer_bytes, "each host<->device copy")
         require(len(self.matmul_dtypes) >= 1 and set(self.matmul_dtypes) <= set(MATMUL_DTYPES)
                 and len(set(self.matmul_dtypes)) == len(self.matmul_dtypes), "workload.matmul_dtypes",
                 f"a list of distinct values from {', '.join(MATMUL_DTYPES)}", list(self.matmul_dtypes))

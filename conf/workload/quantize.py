@@ -16,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+from conf.limits import require_classes
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig, check_one_process
@@ -92,7 +93,7 @@ class QuantizeConfig(WorkloadConfig):
     def __post_init__(self) -> None:
         require(self.model in QUANTIZABLE_MODELS, "workload.model",
                 f"one of {', '.join(QUANTIZABLE_MODELS)} (chains of conv / linear, ReLU, pooling)", self.model)
-        require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
+        require_classes(self.num_classes)
         require(self.dataset != QuantDataset.cifar10 or bool(self.data_root), "workload.data_root",
                 "a directory holding cifar-10-batches-py/ when workload.dataset=cifar10", self.data_root)
         require(self.dataset != QuantDataset.digits or self.data_root is None, "workload.data_root",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Optional
 
+from conf.limits import require_classes, require_input_batch
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
@@ -68,8 +69,9 @@ class SyntheticConfig(WorkloadConfig):
         for key in ("num_classes", "batch_size", "num_batches_per_iter", "num_iters", "backward_passes_per_step",
                     "epoch_images", "train_epochs"):
             require(getattr(self, key) >= 1, f"workload.{key}", "an integer >= 1", getattr(self, key))
-        require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
+        require_classes(self.num_classes)
         require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
+        require_input_batch(self.batch_size, self.image_size)
         for key in ("num_warmup_batches", "paired_rounds"):
             require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0", getattr(self, key))
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
