@@ -42,6 +42,15 @@ def cifar10_contents(root: Optional[str]) -> Optional[OnDisk]:
         return None
 
 
+def unreadable_cifar10(key: str, root: str) -> Optional[str]:
+    """One line when root holds CIFAR-10's files (the caller checked they are there) but they cannot be read as
+    CIFAR-10 (no read permission, truncated or not pickles), else None: the worker would fail on them after start-up."""
+    if cifar10_contents(root) is not None:
+        return None
+    return (f"{key}={root}: the files under cifar-10-batches-py/ cannot be read as CIFAR-10's python batches (no read "
+            "permission, or damaged); rewrite them, e.g. `hpml data digits --root DIR --force`")
+
+
 @functools.lru_cache(maxsize=16)
 def _read_cifar10(folder: str, stamp: Tuple[float, ...]) -> OnDisk:
     samples = 0

@@ -17,6 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+from conf.data_on_disk import unreadable_cifar10
 from conf.limits import require_input_batch
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
@@ -108,6 +109,7 @@ def data_problem(cfg: DataloaderConfig) -> Optional[str]:
             return (f"workload.data_root={cfg.data_root}: no CIFAR-10 python batches there "
                     f"({Path(cfg.data_root) / 'cifar-10-batches-py'} lacks {', '.join(absent[:3])}"
                     f"{'...' if len(absent) > 3 else ''}); {hint}")
+        return unreadable_cifar10("workload.data_root", cfg.data_root)
     elif not (Path(cfg.data_root) / "train").is_dir():
         return f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders (ImageFolder); {hint}"
     return None

@@ -16,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
+from conf.data_on_disk import cifar10_contents, unreadable_cifar10
 from conf.limits import require_classes
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
@@ -26,6 +27,7 @@ from conf.workload_contract import WorkloadConfig, check_one_process
 # CNN (models/hw5_cnn.py); hpml_cnn: the time-to-accuracy presets' model (models/small_cnn.py), so a model.pt kept
 # by `experiment=tta_digits` can be quantized.
 QUANTIZABLE_MODELS = ("hw5_cnn", "hpml_cnn")
+DIGITS_CLASSES = 10  # dataset=digits: the digits 0-9
 
 
 class Engine(str, Enum):
@@ -96,6 +98,8 @@ class QuantizeConfig(WorkloadConfig):
         require_classes(self.num_classes)
         require(self.dataset != QuantDataset.cifar10 or bool(self.data_root), "workload.data_root",
                 "a directory holding cifar-10-batches-py/ when workload.dataset=cifar10", self.data_root)
+        require(self.dataset != QuantDataset.digits or self.num_classes == DIGITS_CLASSES, "workload.num_classes",
+                f"{DIGITS_CLASSES} when workload.dataset=digits (the digits 0-9)", self.num_classes)
         require(self.dataset != QuantDataset.digits or self.data_root is None, "workload.data_root",
                 "null when workload.dataset=digits (the digits are built in memory)", self.data_root)
         require(self.model_path is None or bool(self.model_path), "workload.model_path",
@@ -128,8 +132,16 @@ def data_problem(cfg: QuantizeConfig) -> Optional[str]:
     if cfg.dataset != QuantDataset.cifar10:
         return None
     missing = missing_cifar10_files(cfg.data_root)
-    return (f"workload.data_root={cfg.data_root}: no {', '.join(missing)} under cifar-10-batches-py/ (write the "
-            "digits with `hpml data digits --root DIR`, or use workload.dataset=digits)") if missing else None
+    if missing:
+        return (f"workload.data_root={cfg.data_root}: no {', '.join(missing)} under cifar-10-batches-py/ (write the "
+                "digits with `hpml data digits --root DIR`, or use workload.dataset=digits)")
+    found = cifar10_contents(cfg.data_root)
+    if found is None:
+        return unreadable_cifar10("workload.data_root", cfg.data_root)
+    if found.classes != cfg.num_classes:
+        return (f"workload.num_classes={cfg.num_classes}: the data set at {cfg.data_root} has {found.classes} classes; "
+                f"set workload.num_classes={found.classes}")
+    return None
 
 
 def saved_model_problem(cfg: QuantizeConfig) -> Optional[str]:
