@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import List, Optional
 
 from conf.limits import require_classes, require_input_batch
+from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
-from conf.validation import MISSING, require
+from conf.torchvision_models import torchvision_models
+from conf.validation import MISSING, require, shown
 from conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
 
 
@@ -90,6 +92,14 @@ class SyntheticConfig(WorkloadConfig):
                 "workload.nccl_algo",
                 "auto unless the backend is nccl (NCCL_ALGO means nothing to gloo); sweep "
                 "collective=gloo,nccl_ring,nccl_tree rather than backend x nccl_algo", self.nccl_algo.value)
+
+    def preflight_problems(self) -> List[str]:
+        """The worker builds the model with torchvision.models.get_model: a torchvision name that takes the input."""
+        if self.model not in torchvision_models():
+            return [f"workload.model={shown(self.model)}: not a torchvision classification model (the synthetic "
+                    "benchmark builds it with torchvision.models.get_model; e.g. resnet50, resnet18)"]
+        problem = input_problem(self.model, self.image_size, self.num_classes)
+        return [problem] if problem else []
 
     def per_worker_batch(self, world_size: int) -> int:
         return self.batch_size if self.scaling == Scaling.weak else self.batch_size // world_size
