@@ -46,7 +46,7 @@ def test_a_size_past_its_bound_is_one_line_naming_the_key(compose_values, preset
 
 
 @pytest.mark.parametrize("preset, overrides", [
-    ("quantize", [f"workload.num_classes={MAX_CLASSES}"]),
+    ("paleo", [f"workload.num_classes={MAX_CLASSES}"]),
     ("allreduce", [f"workload.max_bytes={MAX_BUFFER_BYTES}"]),
     ("probe", [f"workload.copy_bytes={MAX_BUFFER_BYTES}", "workload.matmul_n=131072"]),  # 131072^2 x 4 B = 64 GiB
     ("synthetic", ["workload.batch_size=1024", "workload.image_size=2048"]),  # 48 GiB of input
