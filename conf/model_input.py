@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
+from conf.validation import named
+
 
 @functools.lru_cache(maxsize=None)
 def input_problem(model: str, image_size: int, num_classes: int, cifar_stem: bool = False) -> Optional[str]:
@@ -23,13 +25,13 @@ def input_problem(model: str, image_size: int, num_classes: int, cifar_stem: boo
     try:
         built = meta_model(model, num_classes, cifar_stem=cifar_stem)
     except Exception as error:  # noqa: BLE001 - a model the keys cannot build is said as such, not as a size
-        return f"workload.model={model} cannot be built with these keys ({_first_line(error)})"
+        return f"workload.model={named(model)} cannot be built with these keys ({_first_line(error)})"
     try:
         built(torch.empty(1, 3, image_size, image_size, device="meta"))
     except NotImplementedError:
         return None
     except Exception as error:  # noqa: BLE001 - any failure of the forward is the answer
-        return (f"workload.image_size={image_size}: {model} cannot run on a 3x{image_size}x{image_size} input "
+        return (f"workload.image_size={image_size}: {named(model)} cannot run on a 3x{image_size}x{image_size} input "
                 f"({_first_line(error)}); choose a workload.image_size the model takes (224 fits every "
                 "torchvision model)")
     return None

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import FrozenSet, Optional
 
+from conf.validation import named
 from models.names import HPML_MODELS
 
 
@@ -38,5 +39,5 @@ def model_problem(model: str) -> Optional[str]:
     """Why `workload.model` cannot be built by models.build_classifier (hpml's own or torchvision's), or None."""
     if model in HPML_MODELS or model in torchvision_models():
         return None
-    return (f"workload.model={model}: neither one of hpml's models ({', '.join(HPML_MODELS)}) nor a torchvision "
+    return (f"workload.model={named(model)}: neither one of hpml's models ({', '.join(HPML_MODELS)}) nor a torchvision "
             f"classification model (e.g. resnet18, resnet50, mobilenet_v3_small)")

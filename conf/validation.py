@@ -27,6 +27,11 @@ def shown(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN_VALUE else f"{text[:MAX_SHOWN_VALUE]}...({len(text)} characters)"
 
 
+def named(text: str) -> str:
+    """A name (a model's, a path) as a message says it: as given when short and on one line, else as shown()."""
+    return text if len(text) <= MAX_SHOWN_VALUE and text.isprintable() else shown(text)
+
+
 def require(condition: bool, key: str, allowed: str, value: Any) -> None:
     if not condition:
         raise ConfigValueError(f"{key}={shown(value)} is not allowed: {allowed}")

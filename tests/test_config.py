@@ -142,3 +142,11 @@ def test_the_preflight_asks_the_model_whether_it_takes_the_images(compose_values
         assert problems == []
     else:
         assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_a_model_name_of_thousands_of_characters_is_cut_in_its_line(compose_values):
+    from conf.torchvision_models import model_problem
+
+    problem = model_problem("x" * 5000)
+    assert problem.startswith("workload.model='" + "x" * 79 + "...(5002 characters): neither one of hpml's models")
+    assert model_problem("resnet18") is None and model_problem("nope").startswith("workload.model=nope: neither")

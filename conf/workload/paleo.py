@@ -7,13 +7,13 @@ one worker (the layers of one device are timed), and TF32 only where there is a 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import List, Optional
 
 from conf.dtypes import DType
 from conf.hardware.gpu_peaks import PEAKS
 from conf.limits import require_buffer, require_classes, require_input_batch, require_square_matrix
+from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
@@ -77,25 +77,3 @@ class PaleoConfig(WorkloadConfig):
     def preflight_problems(self) -> List[str]:
         problem = model_problem(self.model) or input_problem(self.model, self.image_size, self.num_classes)
         return [problem] if problem else []
-
-
-@functools.lru_cache(maxsize=None)
-def input_problem(model: str, image_size: int, num_classes: int) -> Optional[str]:
-    """Why `model` cannot take a 3 x image_size x image_size input (too small for its pooling, or a fixed size
-    such as ViT's 224), found by one forward on the meta device (no memory, well under a second); None if it
-    can. A meta kernel that torch lacks (NotImplementedError) proves nothing, so it is no problem here.
-    Imports torch, which the launcher otherwise avoids: paleo's points are few, and the worker would fail
-    later with the same message after its start-up."""
-    import torch
-
-    from models.stats.layers import meta_model
-
-    try:
-        meta_model(model, num_classes)(torch.empty(1, 3, image_size, image_size, device="meta"))
-    except NotImplementedError:
-        return None
-    except Exception as error:  # noqa: BLE001 - any failure of the forward is the answer
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        return (f"workload.image_size={image_size}: {model} cannot run on a 3x{image_size}x{image_size} input "
-                f"({reason}); choose a workload.image_size the model takes (224 fits every torchvision model)")
-    return None
