@@ -182,7 +182,9 @@ def test_a_model_without_stages_is_refused_before_the_run(tmp_path):
     assert stages_problem("resnet50", 1000, False) is None and stages_problem("hpml_cnn", 10, False) is None
     problem = stages_problem("vit_b_16", 10, False)
     assert problem.startswith("workload.activation_checkpointing=true: workload.model=vit_b_16 has no stages")
-    done = run_hpml(["launch", "workload.model=vit_b_16", "workload.activation_checkpointing=true"], cwd=tmp_path)
+    # at 224x224, the size ViT takes (at the default 32 the preflight names the size first)
+    done = run_hpml(["launch", "workload.model=vit_b_16", "workload.image_size=224",
+                     "workload.activation_checkpointing=true"], cwd=tmp_path)
     assert done.returncode != 0 and done.stderr.strip().splitlines() == [f"hpml: error: {problem}"]
     assert not (tmp_path / "sweeps").exists()  # nothing written
 
