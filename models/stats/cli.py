@@ -9,7 +9,8 @@ Counts on the meta device (no weights are made), so any model takes about a seco
 (an unknown model, an input that is not CxHxW, a dtype or format not offered, an option that does not go
 with --inception or --list, an argument longer than a path can be, an --out or --figure that cannot be written:
 a missing or read-only folder, a name too long, a FIFO or other non-file) is one `hpml: error:` line, exit 2,
-and nothing is written. Memory does not grow with the input or batch (nothing is allocated on meta). docs/studies/model-analysis.md says what is counted.
+and nothing is written. Memory does not grow with the input or batch (nothing is allocated on meta).
+docs/studies/model-analysis.md says what is counted.
 """
 
 from __future__ import annotations
@@ -127,6 +128,11 @@ def _shown(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
+def _first_line(error: BaseException) -> str:
+    """The first line of an error's message (torch's run to many), or its type where it has none."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def check_arguments(argv: Sequence[str]) -> None:
     """Refused before parsing: an argument longer than any path can be."""
     for arg in argv:
@@ -155,8 +161,7 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
         try:
             comparison = compare(shape)
         except (RuntimeError, TypeError, ValueError) as error:  # sizes past torch's int64 products
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise ModelStatsError(f"--inception cannot count a {args.input} input: {first}") from None
+            raise ModelStatsError(f"--inception cannot count a {args.input} input: {_first_line(error)}") from None
         return "GoogLeNet's inception module", tables.inception_sections(comparison), None
     name = check_model(args.model)
     input_shape = parse_input(args.input or DEFAULT_INPUT)
@@ -174,16 +179,15 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
     # RegNet's constructor runs on the CPU (its widths are tensor values): a last layer of billions of weights
     # is allocated there before it moves to meta, and the allocation fails.
     except (RuntimeError, MemoryError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelStatsError(f"{name} cannot be built with {classes} classes: {first}") from None
+        raise ModelStatsError(f"{name} cannot be built with {classes} classes: {_first_line(error)}") from None
     try:
         stats = model_stats(name, input_shape, args.batch or 1, getattr(torch, args.dtype or "float32"),
                             bias=not args.no_bias, num_classes=classes, model=model)
     # The model cannot take this input: too small (RuntimeError), a fixed size (ViT asserts it), too large for
     # torch's int64 sizes (TypeError, ValueError).
     except (RuntimeError, AssertionError, TypeError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelStatsError(f"{name} cannot run on a {args.input or DEFAULT_INPUT} input: {first}") from None
+        raise ModelStatsError(f"{name} cannot run on a {args.input or DEFAULT_INPUT} input: "
+                              f"{_first_line(error)}") from None
     return f"hpml model-stats {tables.title(stats)}", tables.model_sections(stats), stats
 
 
