@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.data_on_disk import unreadable_cifar10
+from conf.data_on_disk import unreadable_cifar10, unreadable_image_folder
 from conf.limits import require_input_batch
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
@@ -112,4 +112,4 @@ def data_problem(cfg: DataloaderConfig) -> Optional[str]:
         return unreadable_cifar10("workload.data_root", cfg.data_root)
     elif not (Path(cfg.data_root) / "train").is_dir():
         return f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders (ImageFolder); {hint}"
-    return None
+    return unreadable_image_folder("workload.data_root", cfg.data_root)  # train/ only: the study reads no val/

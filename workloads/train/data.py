@@ -20,6 +20,7 @@ from conf.workload.train import Dataset as DatasetKind
 from workloads.common.distributed import DistContext
 from workloads.train.augment import Cutout
 from workloads.train.copies import collate_of, with_copies
+from workloads.train.image_files import load_image
 from workloads.train.model import memory_format
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -128,7 +129,7 @@ def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = Non
     augment = [T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip()] if cfg.augment else \
         [T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size)]
     transform = T.Compose([*augment, T.ToTensor(), normalize, *cutout])
-    return ImageFolder(str(root), transform=transform)
+    return ImageFolder(str(root), transform=transform, loader=load_image)  # one line naming a file that fails
 
 
 def placement_used(cfg: TrainConfig, kind: DatasetKind) -> DataPlacement:

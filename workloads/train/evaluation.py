@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from conf.workload.train import Dataset as DatasetKind, TrainConfig
 from workloads.common.distributed import DistContext
 from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from workloads.train.image_files import load_image
 from workloads.train.model import autocast, memory_format
 
 
@@ -30,7 +31,7 @@ def held_out_dataset(cfg: TrainConfig) -> Dataset:
     from torchvision.datasets import ImageFolder
 
     transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), T.ToTensor(), normalize])
-    return ImageFolder(str(Path(cfg.data_root) / "val"), transform=transform)
+    return ImageFolder(str(Path(cfg.data_root) / "val"), transform=transform, loader=load_image)
 
 
 def eval_loader(cfg: TrainConfig, ctx: DistContext, batch: int) -> DataLoader:
