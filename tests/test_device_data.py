@@ -279,6 +279,32 @@ def test_an_image_folder_is_decoded_once_at_image_size(tmp_path, compose_values)
     assert (train.images[6] == 200).all()  # the grayscale image, as RGB
 
 
+def test_an_image_folder_fills_one_tensor_equal_to_stacking_the_decoded_images(tmp_path, compose_values):
+    """decode_split fills a preallocated N x 3 x S x S tensor (the split held once, not a list plus its stack): the
+    result is the old torch.stack of the decoded images, grey images expanded to RGB and RGBA's alpha cut."""
+    import numpy as np
+    import torchvision.transforms as T
+    from PIL import Image
+    from torchvision.datasets import ImageFolder
+
+    rng = np.random.default_rng(0)
+    shapes = {"rgb": (30, 41, 3), "grey": (25, 25), "rgba": (40, 33, 4), "small": (9, 12, 3)}  # sizes below 16 too
+    for cls in ("a", "b"):
+        (tmp_path / "train" / cls).mkdir(parents=True)
+        for name, shape in shapes.items():
+            Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(tmp_path / "train" / cls / f"{name}.png")
+    cfg = config_from_dict(compose_values(["workload.dataset=image_folder", f"workload.data_root={tmp_path}",
+                                           "workload.image_size=16", "workload.num_classes=2",
+                                           "workload.batch_size=4"])).workload
+    decoded = decode_split(cfg, cfg.dataset, train=True)
+    transform = T.Compose([T.Resize(16), T.CenterCrop(16), T.PILToTensor()])
+    stacked = torch.stack([image.expand(3, -1, -1) if image.shape[0] == 1 else image[:3]
+                           for image, _ in ImageFolder(str(tmp_path / "train"), transform=transform)])
+    assert decoded.images.dtype == torch.uint8 and decoded.images.shape == (8, 3, 16, 16)
+    assert torch.equal(decoded.images, stacked)
+    assert decoded.labels.tolist() == [0] * 4 + [1] * 4
+
+
 def test_the_host_path_applies_cutout_after_normalization(tmp_path, compose_values):
     from workloads.train.data import build_dataset
 

@@ -63,7 +63,11 @@ def decode_split(cfg: TrainConfig, kind: DatasetKind, train: bool) -> HostSplit:
     data = ImageFolder(str(folder), transform=transform)
     if len(data) == 0:
         raise ValueError(f"workload.data_root={cfg.data_root!r}: {folder} holds no images")
-    images = torch.stack([image.expand(3, -1, -1) if image.shape[0] == 1 else image[:3] for image, _ in data])
+    # One N x 3 x S x S tensor allocated up front, each decoded image copied into its row and dropped: stacking a
+    # list of the decoded images held the whole split twice at the peak (the list and the stack).
+    images = torch.empty((len(data), 3, cfg.image_size, cfg.image_size), dtype=torch.uint8)
+    for index, (image, _) in enumerate(data):
+        images[index] = image.expand(3, -1, -1) if image.shape[0] == 1 else image[:3]  # grey to RGB; RGBA's alpha cut
     return HostSplit(images, torch.tensor(data.targets, dtype=torch.int64), list(data.classes))
 
 
