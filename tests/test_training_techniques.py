@@ -236,7 +236,7 @@ def test_the_phase_shares_of_a_real_cpu_run_add_up(tmp_path, digits_root):
 
 
 @pytest.mark.parametrize("setting, epochs", [("baseline", 2), ("workers", 2), ("large_batch", 3), ("device_data", 3),
-                                             ("device_large_batch", 4), ("all_host", 10), ("all_device", 14),
+                                             ("device_large_batch", 10), ("all_host", 10), ("all_device", 14),
                                              ("all_device_compiled", 20)])
 def test_the_utilization_settings_with_fast_epochs_time_more_of_them(compose_values, setting, epochs):
     # an H100 ran all_device's epoch in 1.1 s and all_host's in 1.7 s: 2 epochs gave a 1-2 s window (marked short)
@@ -244,6 +244,16 @@ def test_the_utilization_settings_with_fast_epochs_time_more_of_them(compose_val
     assert values["workload"]["epochs"] == epochs
     assert compose_values(["experiment=gpu_utilization", f"utilization={setting}", "workload.epochs=3"])[
         "workload"]["epochs"] == 3  # the command line still decides
+
+
+def test_the_utilization_preset_runs_at_pytorchs_tf32_default_and_precision_stays_strict(compose_values):
+    # the lab's baseline is a plain PyTorch loop (cuDNN's TF32 on); the precision study's "fp32" is strict fp32
+    baseline = compose_values(["experiment=gpu_utilization"])["workload"]
+    assert baseline["tf32"] is True and baseline["precision"] == "fp32" and baseline["batch_size"] == 32
+    assert compose_values(["experiment=gpu_utilization", "utilization=device_large_batch"])["workload"][
+        "batch_size"] == 1024
+    assert compose_values(["experiment=gpu_utilization_cpu"])["workload"]["tf32"] is False  # no TF32 on a CPU
+    assert compose_values(["experiment=precision"])["workload"]["tf32"] is False
 
 
 def test_the_utilization_preset_runs_on_the_cpu_without_a_utilization_table(tmp_path, digits_root):
