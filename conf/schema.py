@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, ConfigValueError, require
 from conf.workload import WORKLOAD_SCHEMAS
+from conf.workload_contract import Placement
 
 
 SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -153,6 +154,8 @@ class HpmlConfig:
 
     def __post_init__(self) -> None:
         self.workload.check_resources(self.resources)
+        on_this_host = self.cluster.kind == ClusterKind.local and self.cluster.assume_gpus is None
+        self.workload.place(Placement(self.resources, on_this_host))
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,6 +4,7 @@ Each workload's schema (conf/workload/<name>.py, registered in conf/workload/__i
 `WorkloadConfig`. The base tree calls the hooks instead of asking which workload it holds:
 
     HpmlConfig.__post_init__   ->  workload.check_resources(resources)   rules between workload and resources
+                               ->  workload.place(Placement(...))         where the point runs (for the preflight)
     launcher/preflight.py      ->  workload.preflight_problems()          checks that look outside the config
 
 Device and backend live here because every worker needs them, and their resolution rules (auto: cuda when the
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from enum import Enum
-from typing import List
+from typing import List, Optional
 
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
@@ -40,6 +41,18 @@ class Backend(str, Enum):
 class Scaling(str, Enum):
     weak = "weak"  # batch_size is each worker's batch (per-worker batch fixed as workers grow)
     strong = "strong"  # batch_size is the global batch, split over the workers (global batch fixed)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a point runs, as far as its whole config tells: what a preflight check that compares the point with a
+    machine (its memory) needs besides the workload's own keys."""
+
+    resources: ResourcesConfig
+    # cluster=local without cluster.assume_gpus: the point runs on the machine that launches it, so this host's
+    # memory and GPUs are the point's. False on SLURM (a login node is not a compute node) and when planning a
+    # --dry-run for another machine.
+    on_this_host: bool
 
 
 @dataclass
@@ -63,6 +76,16 @@ class WorkloadConfig:
         """Problems that only a look outside the config finds (a model name, files on disk), one line each,
         saying what to change. Called by the launcher before anything is submitted."""
         return []
+
+    def place(self, placement: Placement) -> None:
+        """HpmlConfig records where the point runs, for preflight_problems (which takes no arguments). Not a
+        field: it is never written to a point's config.yaml and takes no part in comparing configs."""
+        self._placement = placement
+
+    @property
+    def placement(self) -> Optional[Placement]:
+        """Where the point runs; None for a schema built without its HpmlConfig (a check then skips it)."""
+        return getattr(self, "_placement", None)
 
     # --- device and backend ------------------------------------------------------------------------------
 

@@ -254,6 +254,11 @@ class TrainConfig(WorkloadConfig):
             from models.stages import stages_problem  # imports torch: only when checkpointing is asked for
 
             problems += [p for p in [stages_problem(self.model, self.num_classes, self.cifar_stem)] if p]
+        if not problems and self.placement is not None:  # does one step's memory floor fit the device?
+            from conf.train_memory import step_memory_problem
+
+            per_worker = per_worker_batch(self, self.placement.resources.world_size)
+            problems += [p for p in [step_memory_problem(self, per_worker, on_disk(self))] if p]
         return problems
 
 
