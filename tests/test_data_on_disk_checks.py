@@ -26,7 +26,7 @@ def cifar10_folder(root: Path, classes: int = 10, damaged: bool = False) -> Path
     return root
 
 
-@pytest.mark.parametrize("preset", ["quantize", "dataloader"])
+@pytest.mark.parametrize("preset", ["quantize", "dataloader", "train"])
 def test_damaged_cifar10_files_are_one_line_before_launch(compose_values, tmp_path, preset):
     root = cifar10_folder(tmp_path / "data", damaged=True)
     overrides = [f"experiment=tiny/{preset}", "workload.dataset=cifar10", f"workload.data_root={root}"]

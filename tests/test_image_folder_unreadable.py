@@ -6,7 +6,6 @@ the file (workloads/train/image_files.py), recorded as the point's failure reaso
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from pathlib import Path
@@ -17,8 +16,6 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
-import conf.workload.train
-import workloads.train.device_data
 from conf import data_on_disk
 from conf.schema import config_from_dict
 from launcher.preflight import config_problems
@@ -26,14 +23,6 @@ from workloads.common.worker import one_line_reason
 from workloads.train.image_files import UnreadableImage
 
 CLASSES, PER_CLASS = ("a", "b"), 6
-# the two edits that wire the check into files other helpers own; until they are made, their tests are expected
-# to fail (strict: a pass then says the mark is to be removed)
-TRAIN_CHECKS = "unreadable_image_folder" in inspect.getsource(conf.workload.train)
-DEVICE_LOADS = "load_image" in inspect.getsource(workloads.train.device_data)
-train_preflight = pytest.mark.xfail(not TRAIN_CHECKS, strict=True, reason="conf/workload/train.py's data_problem "
-                                    "does not call conf.data_on_disk.unreadable_image_folder yet")
-device_loader = pytest.mark.xfail(not DEVICE_LOADS, strict=True, reason="workloads/train/device_data.py's "
-                                  "ImageFolder does not take loader=load_image yet")
 
 
 def write_folder(root: Path) -> Path:
@@ -106,9 +95,9 @@ def dataloader_overrides(root: Path, *more: str):
 
 
 WORKLOADS = {
-    "train host": pytest.param(lambda root: train_overrides(root), marks=train_preflight, id="train-host"),
+    "train host": pytest.param(lambda root: train_overrides(root), id="train-host"),
     "train device": pytest.param(lambda root: train_overrides(root, "workload.data_placement=device"),
-                                 marks=train_preflight, id="train-device"),
+                                 id="train-device"),
     "dataloader": pytest.param(lambda root: dataloader_overrides(root), id="dataloader"),
     "dataloader device": pytest.param(
         lambda root: dataloader_overrides(root, "workload.data_placement=device", "workload.loader_workers=0"),
@@ -140,7 +129,7 @@ def test_a_file_that_is_no_image_is_one_line_before_launch(compose_values, tmp_p
 
 
 @pytest.mark.parametrize("overrides", [
-    pytest.param(lambda root: train_overrides(root, "workload.num_classes=3"), marks=train_preflight, id="train"),
+    pytest.param(lambda root: train_overrides(root, "workload.num_classes=3"), id="train"),
     pytest.param(dataloader_overrides, id="dataloader")])
 def test_a_class_folder_without_images_is_one_line_before_launch(compose_values, tmp_path, overrides):
     root = write_folder(tmp_path / "data")
@@ -151,7 +140,6 @@ def test_a_class_folder_without_images_is_one_line_before_launch(compose_values,
         ".pgm .tif .tiff .webp and refuses an empty class); add images or remove the folder"]
 
 
-@train_preflight
 def test_train_checks_val_only_when_it_evaluates(compose_values, tmp_path):
     root = write_folder(tmp_path / "data")
     path = _written(root / "val" / "a" / "notes.jpg", b"text")
@@ -206,7 +194,6 @@ def test_the_launch_writes_no_sweep_folder(hpml, tmp_path):
     assert done.stderr.strip() == "hpml: error: " + refusal(root, path, "not an image PIL can identify", 13)
 
 
-@train_preflight
 @pytest.mark.parametrize("placement", ["host", "device"])
 def test_the_train_launch_writes_no_sweep_folder(hpml, tmp_path, placement):
     root = write_folder(tmp_path / "data")
@@ -259,7 +246,6 @@ def test_the_train_held_out_split_names_the_file(damaged_after_launch):
     assert_one_line_naming(failed.value, path)
 
 
-@device_loader
 def test_the_train_device_path_names_the_file(damaged_after_launch):
     from workloads.train.device_data import decode_split
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
-from conf.data_on_disk import OnDisk, cifar10_contents, image_folder_contents
+from conf.data_on_disk import (OnDisk, cifar10_contents, image_folder_contents, unreadable_cifar10,
+                               unreadable_image_folder)
 from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
@@ -379,6 +380,9 @@ def data_problem(cfg: TrainConfig) -> Optional[str]:
             return (f"workload.data_root={cfg.data_root}: no CIFAR-10 there ({folder} lacks "
                     f"{', '.join(absent[:3])}{'...' if len(absent) > 3 else ''}); put torchvision's "
                     "cifar-10-python files there or use workload.dataset=synthetic")
+        damaged = unreadable_cifar10("workload.data_root", cfg.data_root)  # no read permission, not pickles
+        if damaged:
+            return damaged
     if cfg.dataset == Dataset.image_folder and not (Path(cfg.data_root) / "train").is_dir():
         return (f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders "
                 "(torchvision ImageFolder layout)")
@@ -389,4 +393,6 @@ def data_problem(cfg: TrainConfig) -> Optional[str]:
     if found is not None and found.classes != cfg.num_classes:
         return (f"workload.num_classes={cfg.num_classes}: the data set at {cfg.data_root} has {found.classes} "
                 f"classes; set workload.num_classes={found.classes}")
+    if cfg.dataset == Dataset.image_folder:  # every image file's header (a sample above 20,000 a split)
+        return unreadable_image_folder("workload.data_root", cfg.data_root, held_out=cfg.eval_every > 0)
     return None

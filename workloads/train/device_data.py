@@ -33,6 +33,7 @@ from conf.workload.train import TrainConfig
 from workloads.common.distributed import DistContext
 from workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
 from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from workloads.train.image_files import load_image
 from workloads.train.model import input_dtype, memory_format
 
 
@@ -60,7 +61,8 @@ def decode_split(cfg: TrainConfig, kind: DatasetKind, train: bool) -> HostSplit:
 
     folder = Path(cfg.data_root) / ("train" if train else "val")
     transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), T.PILToTensor()])
-    data = ImageFolder(str(folder), transform=transform)
+    # load_image: a file that fails to decode ends the point with one line naming it
+    data = ImageFolder(str(folder), transform=transform, loader=load_image)
     if len(data) == 0:
         raise ValueError(f"workload.data_root={cfg.data_root!r}: {folder} holds no images")
     # One N x 3 x S x S tensor allocated up front, each decoded image copied into its row and dropped: stacking a
