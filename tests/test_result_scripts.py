@@ -1,6 +1,9 @@
 """The H200 measurement scripts of docs/results (run_h200.sh) with DRY_RUN=1: every stage's `hpml launch`
 is composed and checked (hpml launch --dry-run) on this machine, nothing runs, so a typo in a script's
-overrides shows here and not after the GPU time is spent."""
+overrides shows here and not after the GPU time is spent. And each script's bars program (the Python heredoc
+that writes bars.txt) on real results committed beside it, with the report redrawn by this tree's
+`hpml report`: a table or an import it names that the analysis package no longer has shows here (issue 16's
+4-GPU run lost its paired bar to `from analysis.synthetic import synthetic_runs`)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -64,3 +68,49 @@ def test_scripts_refuse_to_start_without_a_gpu_or_gpus(tmp_path, script):
                           env={**os.environ, "OUT": str(tmp_path / "out"), "GPUS": "0"})
     assert done.returncode == 1
     assert "no GPU found" in done.stdout
+
+
+def bars_program(script: str) -> str:
+    """The Python heredoc of a run_h200.sh (between <<'EOF' and EOF): what writes its bars.txt."""
+    found = re.findall(r"<<'EOF'\n(.*?)\nEOF\n", (REPO / script).read_text(), re.S)
+    assert len(found) == 1, script
+    return found[0]
+
+
+def redrawn(results: str, tmp_path: Path) -> Path:
+    """A committed results tarball unpacked under tmp_path, its report redrawn by `hpml report` of this tree."""
+    with tarfile.open(REPO / results) as archive:
+        archive.extractall(tmp_path, filter="data")
+    done = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "sweeps"), "--out",
+                           str(tmp_path / "redrawn")], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return tmp_path / "redrawn"
+
+
+def bars(script: str, *args: object) -> str:
+    """The script's bars program run as the script runs it (python3 - ARGS from the repository root)."""
+    done = subprocess.run([sys.executable, "-", *map(str, args)], input=bars_program(script), capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_horovod_bars_from_the_four_gpu_results(tmp_path):
+    report = redrawn("docs/results/horovod_synthetic/h200_4gpu_env_paired/horovod_synthetic_h200.tar.gz", tmp_path)
+    out = bars("docs/results/horovod_synthetic/run_h200.sh", report, tmp_path / "run.log", tmp_path / "sweeps", 4)
+    assert ("allreduce_env_channels64 (same launch, N=4): busbw at 1 GiB hpml 360.9, bare 361.2 GB/s, hpml / bare "
+            "0.9992 (>= 360: PASS; within 1 %: PASS)") in out
+    assert "allreduce_env_default (same launch, N=4): busbw at 1 GiB hpml 354.6, bare 354.6 GB/s" in out
+    assert ("ResNet-50 on 4 GPUs (ddp_broadcast_buffers=False), DDP and Horovod-style side by side in one process "
+            "(60 rounds of one iteration each, fusion 64 MiB): DDP 6449, Horovod-style 6602 images/s (medians); "
+            "Horovod-style / DDP median 1.0090 [0.8102, 1.1730] (within 3 %: PASS)") in out
+    assert "Horovod-style / DDP median 1.0902 [0.8330, 1.4649] (within 3 %: FAIL)" in out  # torch's default DDP
+    assert "RING proto SIMPLE channel{Lo..Hi}={0..23}" in out  # NCCL's choice, read from the point's log
+
+
+def test_hw5_bars_from_the_four_gpu_results(tmp_path):
+    report = redrawn("docs/results/hw5_scaling/h200_4gpu/hw5_h200_results.tar.gz", tmp_path)
+    out = bars("docs/results/hw5_scaling/run_h200.sh", report)
+    assert "1 GPU (compiled), instrumented loop: 6186 images/s (>= 4600: PASS)" in out
+    assert "DDP weak scaling N=4 (compiled): 25769 images/s over the epoch, step 39.70 ms, speedup 3.916, " \
+           "efficiency 97.92 % (>= 97%: PASS)" in out  # as the device's bars.txt beside it says

@@ -20,7 +20,8 @@
 # allreduce_env bar weak strong methods", then STAGES="collectives allreduce_n"):
 #   1 allreduce   all-reduce busbw, 1 KiB .. 1 GiB float32 on N = max GPUs, impl=hpml (every iteration
 #                 timed) and impl=raw (a bare torch.distributed.all_reduce loop) side by side, against the
-#                 NVLink peak (hardware=h200_nvlink). Bars: busbw at 1 GiB >= 360 GB/s, hpml within 2 % of raw.
+#                 NVLink peak (hardware=h200_nvlink). Bars: busbw at 1 GiB >= 360 GB/s, hpml within 1 % of raw
+#                 (issue 16; issue 5 asked 2 %).
 #     allreduce_env  the same at 256 MiB .. 1 GiB under NCCL's tuning variables, each its own sweep name:
 #                 default (NCCL_DEBUG_SUBSYS=INIT,TUNING logs the algorithm and channels chosen), NCCL_ALGO=Ring
 #                 + NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=32, 64 channels (NCCL_MIN/MAX_NCHANNELS=64).
@@ -109,8 +110,8 @@ try:
     if len(hpml) and len(raw):
         h, r = hpml.median(), raw.median()
         print(f"all-reduce 1 GiB on {maxn} GPUs: busbw hpml {h:.1f} GB/s (>= 360: {'PASS' if h >= 360 else 'FAIL'}), "
-              f"bare loop {r:.1f} GB/s; hpml / bare = {h / r:.4f} (within 2 %: "
-              f"{'PASS' if abs(h / r - 1) <= 0.02 else 'FAIL'}); utilization {at['utilization'].median():.1%} "
+              f"bare loop {r:.1f} GB/s; hpml / bare = {h / r:.4f} (within 1 %: "
+              f"{'PASS' if abs(h / r - 1) <= 0.01 else 'FAIL'}); utilization {at['utilization'].median():.1%} "
               f"of 450 GB/s per direction")
     else:
         print("all-reduce bar: no 1 GiB rows for both impls")
@@ -119,10 +120,11 @@ try:
         if {"hpml", "raw"} <= set(rates):
             h, r = rates["hpml"], rates["raw"]
             print(f"  {sweep} (same launch, N={maxn}): busbw at 1 GiB hpml {h:.1f}, bare {r:.1f} GB/s, hpml / bare "
-                  f"{h / r:.4f} (>= 360: {'PASS' if h >= 360 else 'FAIL'}; within 2 %: "
-                  f"{'PASS' if abs(h / r - 1) <= 0.02 else 'FAIL'})")
-    for n, rows in bw[(bw["bytes"] == GiB)].groupby("world_size"):
-        print(f"  N={n}: busbw at 1 GiB " + ", ".join(f"{i} {v:.1f}" for i, v in zip(rows["impl"], rows["busbw_GBps"])))
+                  f"{h / r:.4f} (>= 360: {'PASS' if h >= 360 else 'FAIL'}; within 1 %: "
+                  f"{'PASS' if abs(h / r - 1) <= 0.01 else 'FAIL'})")
+    for (n, sweep), rows in bw[(bw["bytes"] == GiB)].groupby(["world_size", "sweep"]):
+        print(f"  N={n} {sweep}: busbw at 1 GiB "
+              + ", ".join(f"{i} {v:.1f}" for i, v in zip(rows["impl"], rows["busbw_GBps"])))
 except FileNotFoundError as error:
     print(f"no all-reduce table: {error}")
 try:
@@ -137,7 +139,7 @@ try:
               f"iteration of every run): Horovod-style {hvd.iloc[0]:.0f} images/s, DDP {ddp.iloc[0]:.0f}; ratio "
               f"{ratio:.4f} (within 3 %: {'PASS' if abs(ratio - 1) <= 0.03 else 'FAIL'})")
     from analysis.results import load_results
-    from analysis.synthetic import synthetic_runs
+    from analysis.synthetic.runs import synthetic_runs
     import statistics
     runs = synthetic_runs(load_results(root).rows).rows
     bar = runs[(runs["sweep"] == "synthetic_horovod") & (runs["world_size"] == maxn)]

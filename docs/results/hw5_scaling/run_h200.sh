@@ -73,7 +73,7 @@ report = Path(sys.argv[1])
 print("H200 bars (issue 4, item 9), from", report)
 try:
     overhead = pd.read_csv(report / "train_overhead.csv")
-    time = pd.read_csv(report / "train_time.csv")
+    time = pd.read_csv(report / "scaling.csv")  # the epoch time and speedup table (train_time.csv before 0a21758)
 except FileNotFoundError as error:
     sys.exit(f"no table: {error}")
 def compiled(path=None, group_key=None):
