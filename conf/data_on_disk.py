@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 CIFAR10_TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
+# torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
+# reader both look for exactly these)
+CIFAR10_FILES = CIFAR10_TRAIN_BATCHES + ["test_batch", "batches.meta"]
 # torchvision.datasets.folder.IMG_EXTENSIONS (not imported: this module must not load torchvision at compose time)
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
@@ -32,6 +35,16 @@ class OnDisk(NamedTuple):
 
 def _stamp(paths) -> Tuple[float, ...]:
     return tuple(os.stat(p).st_mtime_ns for p in paths)
+
+
+def cifar10_on_disk(root: Optional[str]) -> bool:
+    """Whether root holds torchvision's CIFAR-10 python files (root/cifar-10-batches-py/...)."""
+    return bool(root) and not missing_cifar10_files(root)
+
+
+def missing_cifar10_files(root: str) -> List[str]:
+    folder = Path(root) / "cifar-10-batches-py"
+    return [name for name in CIFAR10_FILES if not (folder / name).is_file()]
 
 
 def cifar10_contents(root: Optional[str]) -> Optional[OnDisk]:

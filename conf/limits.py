@@ -1,10 +1,14 @@
-"""Upper bounds of the sizes that decide how much memory a workload allocates, shared by the workload schemas.
+"""Upper bounds of the sizes that decide how much memory a workload allocates and of how often it repeats its work,
+shared by the workload schemas.
 
 Like resources' bounds (conf/resources.py), far above any study and below the point where the run would only run
-out of memory after its sweep was written: a typo (1e12 classes, a 1 TiB message) is one line before anything runs.
+out of memory, or of time, after its sweep was written: a typo (1e12 classes, a 1 TiB message, 1e9 iterations) is
+one line before anything runs.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from conf.validation import require
 
@@ -16,11 +20,27 @@ MAX_CLASSES = 100_000
 MAX_BUFFER_BYTES = 2 ** 36
 FLOAT32_BYTES = 4
 IMAGE_CHANNELS = 3
+# How often a workload repeats its work (iterations, repetitions, warm-ups, rounds, steps; epochs apart). Nothing
+# but the job's time limit ends them, so a typo (1e9 iterations) held its GPUs until resources.time_min ran out.
+# The studies repeat a measurement at most a few thousand times; a cap of 1,000,000 keeps a microsecond-scale
+# collective's long loop possible.
+MAX_REPEATS = 1_000_000
+# Epochs of a training or loader run: published CIFAR schedules run 160-300, hpml's studies at most 200
+MAX_EPOCHS = 10_000
 
 
 def require_classes(num_classes: int) -> None:
     require(2 <= num_classes <= MAX_CLASSES, "workload.num_classes",
             f"an integer from 2 to {MAX_CLASSES:,} (ImageNet-21k has 21,841)", num_classes)
+
+
+def require_repeats(cfg: object, counts: Sequence[str] = (), epochs: Sequence[str] = ()) -> None:
+    """Each of cfg's repeat counts (attribute names) at most MAX_REPEATS, each epoch count at most MAX_EPOCHS."""
+    for keys, cap, what in ((counts, MAX_REPEATS, "a repeat count"), (epochs, MAX_EPOCHS, "epochs")):
+        for key in keys:
+            value = getattr(cfg, key)
+            require(value <= cap, f"workload.{key}", f"at most {cap:,} ({what}: more only runs until the job's time "
+                    "limit ends it)", value)
 
 
 def require_buffer(key: str, value: int, nbytes: int, what: str) -> None:

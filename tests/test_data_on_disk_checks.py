@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conf.schema import config_from_dict
-from conf.workload.train import CIFAR10_FILES
+from conf.data_on_disk import CIFAR10_FILES
 from launcher.errors import one_line
 from launcher.preflight import config_problems
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 from sklearn.datasets import load_digits
 
-from conf.workload.train import cifar10_on_disk
+from conf.data_on_disk import cifar10_on_disk
 from dataprep.digits_cifar import draw_differently, stratified_split, upscale
 from launcher.cli import main as hpml
 from workloads.train.data import local_cifar10

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conf.workload.train import CIFAR10_FILES
+from conf.data_on_disk import CIFAR10_FILES
 
 
 def only_sweep_dir(root: Path) -> Path:

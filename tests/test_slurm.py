@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conf.workload.train import CIFAR10_FILES
+from conf.data_on_disk import CIFAR10_FILES
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
 

@@ -10,9 +10,10 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from conf.data_on_disk import cifar10_on_disk
 from conf.resources import ResourcesConfig
 from conf.validation import ConfigValueError
-from conf.workload.train import Dataset, LrScaling, Parallel, cifar10_on_disk, check_data_parallel
+from conf.workload.train import Dataset, LrScaling, Parallel, check_data_parallel
 from conf.workload_contract import Scaling
 from workloads.common.worker import is_out_of_memory
 from workloads.train import lr_schedule, overhead, parallel, phases

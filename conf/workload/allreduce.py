@@ -11,7 +11,7 @@ from enum import Enum
 from typing import List, Optional
 
 from conf.dtypes import DTYPE_BYTES, DType
-from conf.limits import require_buffer
+from conf.limits import require_buffer, require_repeats
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig
 
@@ -47,6 +47,7 @@ class AllreduceConfig(WorkloadConfig):
         require_buffer("workload.max_bytes", self.max_bytes, self.max_bytes, "the largest message")
         require(self.warmup_iters >= 0, "workload.warmup_iters", "an integer >= 0", self.warmup_iters)
         require(self.iters >= 1, "workload.iters", "an integer >= 1", self.iters)
+        require_repeats(self, ("warmup_iters", "iters"))
         require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",
                 "null exactly when workload.link=none; choose the link with hardware=<name> "
                 "(conf/hardware/), which sets both", self.link_peak_GBps)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, List, Mapping, Optional, Type
 
+from conf.limits import require_repeats
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, ConfigValueError, require
 from conf.workload_contract import Device, WorkloadConfig
@@ -91,6 +92,7 @@ class CudaVecaddConfig(WorkloadConfig):
             value = getattr(self, key)
             require(type(value) is int and value >= 1, f"workload.{key}", "an integer >= 1", value)
         require(type(self.warmup) is int and self.warmup >= 0, "workload.warmup", "an integer >= 0", self.warmup)
+        require_repeats(self, ("repetitions", "one_thread_repetitions", "warmup"))
 
     @property
     def elements(self) -> List[int]:

@@ -17,11 +17,11 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.data_on_disk import unreadable_cifar10, unreadable_image_folder
-from conf.limits import require_input_batch
+from conf.data_on_disk import missing_cifar10_files, unreadable_cifar10, unreadable_image_folder
+from conf.limits import require_input_batch, require_repeats
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
-from conf.workload.train import DataPlacement, missing_cifar10_files
+from conf.workload.train import DataPlacement
 from conf.workload_contract import WorkloadConfig, check_loader_workers_fit
 
 CIFAR10_SIDE = 32  # CIFAR-10's images are 32 x 32; image_size applies to image folders only
@@ -57,6 +57,7 @@ class DataloaderConfig(WorkloadConfig):
         require(self.batch_size >= 1, "workload.batch_size", "an integer >= 1", self.batch_size)
         require(self.epochs >= 2, "workload.epochs", "an integer >= 2 (epoch 1 is warm-up and is not reported)",
                 self.epochs)
+        require_repeats(self, epochs=("epochs",))
         require(self.dataset != LoaderDataset.cifar10 or self.image_size == CIFAR10_SIDE, "workload.image_size",
                 f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the "
                 "size applies to image_folder)", self.image_size)

@@ -8,11 +8,12 @@ one worker (the layers of one device are timed), and TF32 only where there is a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List
 
 from conf.dtypes import DType
 from conf.hardware.gpu_peaks import PEAKS
-from conf.limits import require_buffer, require_classes, require_input_batch, require_square_matrix
+from conf.limits import (require_buffer, require_classes, require_input_batch, require_repeats,
+                         require_square_matrix)
 from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
@@ -58,6 +59,7 @@ class PaleoConfig(WorkloadConfig):
         require_square_matrix("workload.peak_matmul_n", self.peak_matmul_n)
         require(self.warmup_iters >= 0, "workload.warmup_iters", "an integer >= 0", self.warmup_iters)
         require(self.peak_warmup >= 0, "workload.peak_warmup", "an integer >= 0", self.peak_warmup)
+        require_repeats(self, ("warmup_iters", "repetitions", "peak_repetitions", "peak_warmup"))
         require(0 <= self.peak_window_s <= 60, "workload.peak_window_s", "a number of seconds from 0 to 60",
                 self.peak_window_s)
         require(0 < self.ppp <= 1, "workload.ppp", "a number in (0, 1]: the share of the peak a layer reaches",

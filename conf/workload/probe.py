@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List
 
-from conf.limits import require_buffer, require_square_matrix
+from conf.limits import require_buffer, require_repeats, require_square_matrix
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig
@@ -39,6 +39,7 @@ class ProbeConfig(WorkloadConfig):
         for key in ("matmul_n", "products_per_round", "transfer_bytes", "reps"):
             require(getattr(self, key) >= 1, f"workload.{key}", "an integer >= 1", getattr(self, key))
         require(self.warmup >= 0, "workload.warmup", "an integer >= 0", self.warmup)
+        require_repeats(self, ("products_per_round", "warmup", "reps"))
         for key in ("warmup_s", "measure_s"):
             require(getattr(self, key) >= 0, f"workload.{key}", "a number of seconds >= 0", getattr(self, key))
         require(self.copy_bytes >= 4 and self.copy_bytes % 4 == 0, "workload.copy_bytes",

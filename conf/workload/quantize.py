@@ -16,8 +16,8 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.data_on_disk import cifar10_contents, unreadable_cifar10
-from conf.limits import require_classes
+from conf.data_on_disk import cifar10_contents, missing_cifar10_files, unreadable_cifar10
+from conf.limits import require_classes, require_repeats
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
 from conf.workload_contract import WorkloadConfig, check_one_process
@@ -107,6 +107,7 @@ class QuantizeConfig(WorkloadConfig):
         for key in ("epochs", "batch_size", "calibration_samples", "eval_batch_size", "timing_repetitions"):
             require(getattr(self, key) >= 1, f"workload.{key}", "an integer >= 1", getattr(self, key))
         require(self.timing_warmup >= 0, "workload.timing_warmup", "an integer >= 0", self.timing_warmup)
+        require_repeats(self, ("timing_warmup", "timing_repetitions"), epochs=("epochs",))
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
         require(0 <= self.momentum < 1, "workload.momentum", "a number in [0, 1)", self.momentum)
         require(self.weight_decay >= 0, "workload.weight_decay", "a number >= 0", self.weight_decay)
@@ -127,8 +128,6 @@ class QuantizeConfig(WorkloadConfig):
 
 
 def data_problem(cfg: QuantizeConfig) -> Optional[str]:
-    from conf.workload.train import missing_cifar10_files
-
     if cfg.dataset != QuantDataset.cifar10:
         return None
     missing = missing_cifar10_files(cfg.data_root)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import List, Optional
 
-from conf.limits import require_classes, require_input_batch
+from conf.limits import require_classes, require_input_batch, require_repeats
 from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import torchvision_models
@@ -76,6 +76,8 @@ class SyntheticConfig(WorkloadConfig):
         require_input_batch(self.batch_size, self.image_size)
         for key in ("num_warmup_batches", "paired_rounds"):
             require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0", getattr(self, key))
+        require_repeats(self, ("num_warmup_batches", "num_batches_per_iter", "num_iters", "backward_passes_per_step",
+                               "paired_rounds"))
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
         require(self.fusion_threshold_mb >= 0, "workload.fusion_threshold_mb", "a number >= 0 (MiB; 0: no fusion)",
                 self.fusion_threshold_mb)

@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import List, Optional
 
 from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
-from conf.data_on_disk import (OnDisk, cifar10_contents, image_folder_contents, unreadable_cifar10,
-                               unreadable_image_folder)
+from conf.data_on_disk import (OnDisk, cifar10_contents, image_folder_contents, missing_cifar10_files,
+                               unreadable_cifar10, unreadable_image_folder)
+from conf.limits import require_repeats
 from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
 from conf.validation import MISSING, require
 from conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
 
-# torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
-# reader both look for exactly these)
-CIFAR10_FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
 CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
 CIFAR10_SIDE = 32  # its images are 32 x 32
 
@@ -176,6 +174,8 @@ class TrainConfig(WorkloadConfig):
             require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0 (0: off)", getattr(self, key))
         require(self.overhead_check_rounds >= 1, "workload.overhead_check_rounds", "an integer >= 1",
                 self.overhead_check_rounds)
+        require_repeats(self, ("comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "overhead_check_rounds"),
+                        epochs=("epochs",))
         require(self.eval_every >= 0, "workload.eval_every", "an integer >= 0 (0: no evaluation)", self.eval_every)
         require(self.eval_every == 0 or self.dataset in REAL_DATASETS, "workload.eval_every",
                 "0 unless workload.dataset is cifar10 or image_folder (a real held-out split: CIFAR-10's test "
@@ -359,16 +359,6 @@ def check_batchnorm_samples(cfg: TrainConfig, per_worker: int) -> None:
             f"a batch giving each forward pass at least 2 samples per device for {cfg.model} (it has BatchNorm, which "
             f"cannot normalize one sample in training): {per_worker} per worker / {cfg.devices_per_worker} device(s) "
             f"x {cfg.batch_augmentation} copies / {cfg.accumulation_chunks} chunks = {samples}", cfg.batch_size)
-
-
-def cifar10_on_disk(root: Optional[str]) -> bool:
-    """Whether root holds torchvision's CIFAR-10 python files (root/cifar-10-batches-py/...)."""
-    return bool(root) and not missing_cifar10_files(root)
-
-
-def missing_cifar10_files(root: str) -> List[str]:
-    folder = Path(root) / "cifar-10-batches-py"
-    return [name for name in CIFAR10_FILES if not (folder / name).is_file()]
 
 
 def data_problem(cfg: TrainConfig) -> Optional[str]:

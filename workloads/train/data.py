@@ -15,7 +15,8 @@ from typing import Any, Iterator, List, Optional, Tuple
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, cifar10_on_disk, per_worker_batch
+from conf.data_on_disk import cifar10_on_disk
+from conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, per_worker_batch
 from conf.workload.train import Dataset as DatasetKind
 from workloads.common.distributed import DistContext
 from workloads.train.augment import Cutout
