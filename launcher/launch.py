@@ -28,6 +28,7 @@ from launcher.planner import Plan, start_plan
 from launcher.preflight import config_problems
 from launcher.slurm_preflight import preflight as slurm_preflight
 from launcher.submission import cluster_kind, run_points
+from launcher.sweep_lock import sweep_lock
 
 DRY_RUN_FLAG = "--dry-run"
 MULTIRUN_FLAGS = ("-m", "--multirun")  # every launch is a multirun already (conf/config.yaml)
@@ -158,11 +159,12 @@ def launch(argv: Sequence[str]) -> int:
         print_plan(manifest)
         return 0
     plan.write_configs()
-    write_manifest(sweep_dir, manifest)
-    point_latest_at(sweep_dir)
-    print(f"hpml: sweep {manifest['sweep']}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) "
-          f"-> {sweep_dir}")
-    return run_points(sweep_dir, manifest, specs, plan.points[0].config)
+    with sweep_lock(sweep_dir, "launch"):  # held before the manifest exists: no resume runs a point beside us
+        write_manifest(sweep_dir, manifest)
+        point_latest_at(sweep_dir)
+        print(f"hpml: sweep {manifest['sweep']}: {len(specs)} point(s) in {len(manifest['arrays'])} array(s) "
+              f"-> {sweep_dir}")
+        return run_points(sweep_dir, manifest, specs, plan.points[0].config)
 
 
 def print_plan(manifest: Dict) -> None:

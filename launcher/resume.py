@@ -21,12 +21,19 @@ from launcher.manifest import read_manifest, write_manifest
 from launcher.slurm_preflight import preflight as slurm_preflight
 from launcher.status import current_states
 from launcher.submission import run_points
+from launcher.sweep_lock import sweep_lock
 
 BUSY = ("pending", "running")
 
 
 def resume(sweep_dir: Path, wait: bool = True) -> int:
     sweep_dir = Path(sweep_dir).resolve()
+    read_manifest(sweep_dir)  # not a sweep, or a damaged one: refused before a lock file is made
+    with sweep_lock(sweep_dir, "resume"):  # states read, files moved and points run by this resume alone
+        return _resume(sweep_dir, wait)
+
+
+def _resume(sweep_dir: Path, wait: bool) -> int:
     manifest = read_manifest(sweep_dir)
     states = current_states(sweep_dir)
     rerun = [s for s in states if s.state not in ("completed", *BUSY)]

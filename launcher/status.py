@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 from conf.schema import ClusterKind
 from contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
 from contract.result_schema import validate_result
-from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir, point_number
 from launcher.manifest import read_manifest
 from launcher.scheduler_state import process_alive, runner_alive, scheduler_states
 
@@ -40,6 +40,7 @@ KNOWN_STATES = FINISHED + ("running", "requeued", "pending")
 
 RUNNER_GONE = "its state.json says running, but the process that ran it is gone (interrupted or killed)"
 SCHEDULER_FORGOT = "the scheduler no longer knows this job and it left no result"
+ENDED_RUNNING = "the job ended, but its state.json still says running"
 
 
 @dataclass
@@ -61,6 +62,7 @@ class PointFiles:
     reason: Optional[str] = None
     runner: Dict = field(default_factory=dict)
     problems: List[str] = field(default_factory=list)
+    result_ok: bool = False  # a "running" point's result.json is already a valid ok result of its own
 
     @property
     def proven(self) -> Optional[Tuple[str, Optional[str]]]:
@@ -95,20 +97,24 @@ def read_state(folder: Path, problems: List[str]) -> Dict:
 _RESULT_SEEN: Dict[tuple, Tuple[Optional[str], Optional[str], Optional[str]]] = {}
 
 
-def read_result(folder: Path) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+def read_result(folder: Path, sweep: Optional[str] = None) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     """(status, reason, None) of a valid result.json, (None, None, why) of a damaged one, all None when absent.
-    Valid: the envelope every result shares (contract.result_schema), as `hpml report` needs it."""
+    Valid: the envelope every result shares (contract.result_schema), as `hpml report` needs it, and the
+    point's own: its identity names this folder's point number and, when `sweep` is given, this sweep's name.
+    A result copied in from another point or sweep is not this point's measurement: counted completed, the
+    point would never be run, and resume (which moves it aside, keeping it) could not finish the sweep."""
     path = folder / RESULT_FILE
     try:
         seen = os.stat(path)
-        key = (str(path), seen.st_ino, seen.st_size, seen.st_mtime_ns) if stat.S_ISREG(seen.st_mode) else None
+        key = (str(path), seen.st_ino, seen.st_size, seen.st_mtime_ns, sweep) if stat.S_ISREG(seen.st_mode) \
+            else None
     except (OSError, ValueError):
         key = None
     if key in _RESULT_SEEN:
         return _RESULT_SEEN[key]
     try:
         result = load_json(path, RESULT_LIMIT)
-        errors = validate_result(result)
+        errors = validate_result(result) or foreign_result(result, point_number(folder), sweep)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         found = (None, None, f"{RESULT_FILE}: not a valid result: {errors[0]}{more}") if errors else \
             (result["status"], result["reason"], None)
@@ -121,7 +127,19 @@ def read_result(folder: Path) -> Tuple[Optional[str], Optional[str], Optional[st
     return found
 
 
-def read_point_files(folder: Path) -> PointFiles:
+def foreign_result(result: Dict, point: Optional[int], sweep: Optional[str]) -> List[str]:
+    """One line when a valid result names another point or sweep than the folder it sits in (none when the
+    result names no point, or the folder is outside a sweep's layout)."""
+    ident = result["identity"]
+    if point is not None and ident["point"] is not None and ident["point"] != point:
+        return [f"it is the result of point {ident['point']} of sweep {ident['sweep']!r:.60}, not of point {point} "
+                "(copied in?)"]
+    if sweep is not None and ident["sweep"] != sweep:
+        return [f"it is the result of sweep {ident['sweep']!r:.60}, not of this sweep {sweep!r:.60} (copied in?)"]
+    return []
+
+
+def read_point_files(folder: Path, sweep: Optional[str] = None) -> PointFiles:
     """The state a point's files prove. The job's state.json has the last word on a failure; a result is
     written before the job ends, so "running" stays running; but completed needs a valid ok result too."""
     files = PointFiles()
@@ -130,11 +148,13 @@ def read_point_files(folder: Path) -> PointFiles:
     if word == "running":
         files.state = "running"
         files.runner = {k: state[k] for k in ("host", "pid", "started_at") if k in state}
+        status, _, damaged = read_result(folder, sweep)
+        files.result_ok = status == "ok" and not damaged
         return files
     if word in FINISHED and word != "completed" and word not in STOPPED_FROM_OUTSIDE:
         files.state, files.reason = word, state.get("reason")
         return files
-    status, reason, damaged = read_result(folder)
+    status, reason, damaged = read_result(folder, sweep)
     if word in STOPPED_FROM_OUTSIDE and not (status == "ok" and not damaged):
         files.state, files.reason = word, state.get("reason")
         return files
@@ -190,7 +210,7 @@ def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job
         if runner_alive is not None:
             return ("running", None) if runner_alive else ("interrupted", RUNNER_GONE)
         if sched == "completed":
-            return "failed", "the job ended, but its state.json still says running"
+            return "failed", ENDED_RUNNING
         if sched is None and scheduler_answered and has_job:
             return "lost", "its state.json says running, but the scheduler no longer knows its job"
         return files
@@ -217,9 +237,12 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
     for entry in manifest["points"]:
         job_id = entry.get("job_id")
         record = (scheduler or {}).get(job_id) if job_id else None
-        files = read_point_files(point_dir(sweep_dir, entry["point"]))
+        files = read_point_files(point_dir(sweep_dir, entry["point"]), manifest.get("sweep"))
         alive = runner_alive([files.runner] + launcher) if files.state == "running" else None
         state, reason = combine(files.proven, record, bool(job_id), scheduler is not None, alive)
+        if files.state == "running" and files.result_ok and (state in STOPPED_FROM_OUTSIDE + ("lost",)
+                                                               or reason == ENDED_RUNNING):
+            state, reason = "completed", None  # stopped after its ok result was written whole: the work is done
         if state in FINISHED and state != "completed" and not reason and job_id:
             reason = job_log_tail(sweep_dir, job_id)
         states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,

@@ -55,7 +55,7 @@ def make_sweep(root: Path, points: int, launcher_pid: int) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     entries = [{"point": i, "overrides": [f"workload.lr=0.{i + 1}"], "job_id": f"local-{i}"} for i in range(points)]
     (root / "manifest.json").write_text(json.dumps({
-        "manifest_version": 1, "sweep": "damaged", "cluster": "local", "points": entries,
+        "manifest_version": 1, "sweep": "study", "cluster": "local", "points": entries,
         "launcher": {"host": socket.gethostname(), "pid": launcher_pid}}))
     return root
 
@@ -226,7 +226,7 @@ def test_running_is_shown_only_while_its_runner_lives(tmp_path, hpml):
     assert shown == {0: ("interrupted", [f"reason: {RUNNER_GONE}"]), 1: ("interrupted", [f"reason: {RUNNER_GONE}"]),
                      2: ("running", []), 3: ("interrupted", [f"reason: {RUNNER_GONE}"]),
                      4: ("interrupted", [f"reason: {RUNNER_GONE}"])}
-    assert done.stdout.splitlines()[0] == "[damaged] 0/5 done, 1 running, 0 pending, 4 failed"
+    assert done.stdout.splitlines()[0] == "[study] 0/5 done, 1 running, 0 pending, 4 failed"
     assert [s.point for s in current_states(sweep) if s.state not in ("completed", *BUSY)] == [0, 1, 3, 4]
 
 

@@ -105,7 +105,7 @@ def test_state_from_files(tmp_path, state, result, expected):
 def make_sweep(root: Path, job_ids) -> Path:
     points = [{"point": i, "overrides": [f"workload.lr=0.{i + 1}"], "job_id": job}
               for i, job in enumerate(job_ids)]
-    write(root / "manifest.json", {"manifest_version": 1, "sweep": "s", "cluster": "slurm", "points": points})
+    write(root / "manifest.json", {"manifest_version": 1, "sweep": "study", "cluster": "slurm", "points": points})
     return root
 
 
