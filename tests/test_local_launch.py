@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import statistics
 from pathlib import Path
 
 import pytest
 
-from conf.data_on_disk import CIFAR10_FILES
 
 
 def only_sweep_dir(root: Path) -> Path:
@@ -66,17 +66,16 @@ def test_status_lists_every_point(quickstart, hpml):
 
 
 @pytest.fixture(scope="module")
-def half_failed(tmp_path_factory, hpml_in):
-    """A sweep of two points whose second fails in its worker: its CIFAR-10 files are there (the preflight
-    only checks that) but damaged, so reading them raises."""
+def half_failed(tmp_path_factory, hpml_in, digits_data):
+    """A sweep of two points whose second fails in its worker: its held-out batch (test_batch) is damaged, which
+    the preflight does not read (it reads the training batches and batches.meta), so the first evaluation raises."""
     root = tmp_path_factory.mktemp("half_failed")
-    data = root / "data" / "cifar-10-batches-py"
-    data.mkdir(parents=True)
-    for name in CIFAR10_FILES:
-        (data / name).write_bytes(b"not a pickle")
-    done = hpml_in(root, "launch", "-m", "workload.dataset=synthetic,cifar10", f"workload.data_root={data.parent}",
-                   "workload.synthetic_samples=8", "workload.batch_size=4", "workload.epochs=2",
-                   "workload.model=resnet18")
+    good, bad = root / "good", root / "bad"
+    for data in (good, bad):
+        shutil.copytree(digits_data / "cifar", data)
+    (bad / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle")
+    done = hpml_in(root, "launch", "-m", "workload.dataset=cifar10", f"workload.data_root={good},{bad}",
+                   "workload.eval_every=1", "workload.batch_size=64", "workload.epochs=2", "workload.model=hpml_cnn")
     assert done.returncode == 1, done.stdout + done.stderr
     return only_sweep_dir(root)
 
