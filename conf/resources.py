@@ -15,6 +15,9 @@ from conf.validation import MISSING, require
 MAX_NODES = 4096
 MAX_PER_NODE = 1024  # workers or CPU threads per node
 MAX_GPUS_PER_NODE = 64
+# Memory per node in GB: 64 TiB, above the largest single-system-image machines (HPE Superdome Flex: 48 TB); SLURM
+# refuses a request no node can meet only at sbatch time, after the sweep is written
+MAX_MEM_GB = 65536
 # A job's wall-clock limit: a year, far above any partition's (days); SLURM keeps the limit in 32-bit minutes
 # and reads a larger number as no limit or refuses the script at sbatch time.
 MAX_TIME_MIN = 365 * 24 * 60
@@ -43,7 +46,9 @@ class ResourcesConfig:
         require(self.gpus_per_node == 0 or self.workers_per_node <= self.gpus_per_node,
                 "resources.workers_per_node", f"at most resources.gpus_per_node={self.gpus_per_node} "
                 "(one worker per GPU)", self.workers_per_node)
-        require(self.mem_gb >= 0, "resources.mem_gb", "an integer >= 0 (0: cluster default)", self.mem_gb)
+        require(0 <= self.mem_gb <= MAX_MEM_GB, "resources.mem_gb",
+                f"an integer from 0 (the cluster's default) to {MAX_MEM_GB} (GB per node; no machine has more)",
+                self.mem_gb)
         require(1 <= self.time_min <= MAX_TIME_MIN, "resources.time_min",
                 f"an integer from 1 to {MAX_TIME_MIN} (minutes: a year at most)", self.time_min)
 

@@ -22,12 +22,13 @@ import functools
 import math
 import re
 import typing
+import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Dict, List, Optional
 
-from conf.resources import ResourcesConfig
-from conf.validation import MISSING, ConfigValueError, require
+from conf.resources import MAX_GPUS_PER_NODE, ResourcesConfig
+from conf.validation import MISSING, ConfigValueError, require, shown
 from conf.workload import WORKLOAD_SCHEMAS
 from conf.workload_contract import Placement
 
@@ -38,10 +39,29 @@ SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,99}")
 
 
-def require_one_line(key: str, value: Any) -> None:
-    if value is not None:
-        text = str(value)
-        require(not any(c in text for c in "\n\r\0"), key, "a single line (no line break or NUL)", value)
+def require_plain_text(key: str, value: Any) -> None:
+    """Every text in a value (inside lists and mappings, keys too) is one line without control characters: a line
+    break would start a new shell line in a job script, a tab or ESC garbles names in folders, tables and terminals."""
+    texts = [value] if isinstance(value, str) else []
+    if isinstance(value, (list, tuple)):
+        texts = [t for v in value for t in ([v] if isinstance(v, str) else [])]
+    elif isinstance(value, dict):
+        texts = [t for k, v in value.items() for t in (k, v) if isinstance(t, str)]
+    for text in texts:
+        require(not any(unicodedata.category(c) == "Cc" for c in text), key,
+                "one line of text without control characters (line break, tab, NUL, ESC)", value)
+
+
+def require_element_type(key: str, hint: Any, value: Any) -> None:
+    """The items of a List[str], List[int] or List[float] field are of that type: OmegaConf lets a list or a
+    mapping through as an item of a list it merges (`cluster.setup=[[a]]`), which broke far from the key."""
+    if typing.get_origin(hint) not in (list, List) or not isinstance(value, list):
+        return
+    (item_type,) = typing.get_args(hint)
+    types = {str: (str,), int: (int,), float: (int, float)}.get(item_type)
+    for index, item in enumerate(value):
+        if types and (isinstance(item, bool) or not isinstance(item, types)):
+            require(False, key, f"a list of {item_type.__name__} values (item {index} is {shown(item)})", value)
 
 
 # Bounds of cluster.poll_s (seconds between two looks at a waiting sweep's points). Below 0.1 s the launcher's
@@ -49,6 +69,9 @@ def require_one_line(key: str, value: Any) -> None:
 # sweep.wait=true could wait that long after its last point ended (1e12 overflowed time_t in the wait).
 POLL_S = (0.1, 600.0)
 MAX_REQUEUES = 100  # a point requeued more often than this is not making progress (each attempt costs a queue wait)
+# cluster.max_parallel: one launch plans at most 10,000 points (hpml_sweeper.MAX_POINTS), so a larger cap is no cap;
+# SLURM reads the array's %N as a 32-bit number and refuses a larger one only at sbatch time
+MAX_PARALLEL = 10_000
 
 
 class ClusterKind(str, Enum):
@@ -68,8 +91,8 @@ class SweepConfig:
     def __post_init__(self) -> None:
         require(bool(SWEEP_NAME.fullmatch(self.name)), "sweep.name",
                 "1-100 characters: letters, digits and . _ + = - (not first), no '/' or line break", self.name)
-        require_one_line("sweep.root", self.root)
-        require_one_line("sweep.dir", self.dir)
+        for key in ("root", "dir"):
+            require(getattr(self, key) != "", f"sweep.{key}", "a folder path (give . for the current directory)", "")
         require(self.repeat >= 0, "sweep.repeat", "an integer >= 0", self.repeat)
 
 
@@ -96,23 +119,19 @@ class ClusterConfig:
 
     def __post_init__(self) -> None:
         # Values end up in the sbatch script: #SBATCH lines (quoted by submitit) and the srun line. A line
-        # break would start a new shell line, so none is allowed; sbatch option names are plain words.
+        # break would start a new shell line: _build refuses control characters in every text (require_plain_text);
+        # sbatch option names are plain words, and an empty name would be an empty #SBATCH option.
         for key in ("partition", "account", "qos", "constraint"):
-            require_one_line(f"cluster.{key}", getattr(self, key))
+            require(getattr(self, key) != "", f"cluster.{key}", "a name, or null for the cluster's default", "")
         for option, value in self.sbatch_extra.items():
             require(bool(SBATCH_OPTION.fullmatch(option)), f"cluster.sbatch_extra.{option}",
                     "an sbatch option name (letters, digits, '-', '_')", option)
             require(isinstance(value, str), f"cluster.sbatch_extra.{option}",
                     "one value as text (e.g. gpu:a100:4), not a list or mapping", value)
-            require_one_line(f"cluster.sbatch_extra.{option}", value)
-        for index, arg in enumerate(self.srun_args):
-            require_one_line(f"cluster.srun_args[{index}]", arg)
-        for index, line in enumerate(self.setup):  # shell by design, but one command per entry
-            require_one_line(f"cluster.setup[{index}]", line)
-        require(self.max_parallel >= 0, "cluster.max_parallel", "an integer >= 0 (0: no cap)",
-                self.max_parallel)
-        require(self.assume_gpus is None or self.assume_gpus >= 0, "cluster.assume_gpus",
-                "null (count this machine's GPUs) or an integer >= 0", self.assume_gpus)
+        require(0 <= self.max_parallel <= MAX_PARALLEL, "cluster.max_parallel",
+                f"an integer from 0 (no cap) to {MAX_PARALLEL:,} (the most points a launch plans)", self.max_parallel)
+        require(self.assume_gpus is None or 0 <= self.assume_gpus <= MAX_GPUS_PER_NODE, "cluster.assume_gpus",
+                f"null (count this machine's GPUs) or an integer from 0 to {MAX_GPUS_PER_NODE}", self.assume_gpus)
         require(0 <= self.max_requeues <= MAX_REQUEUES, "cluster.max_requeues",
                 f"an integer from 0 to {MAX_REQUEUES} (requeues of a point at its time limit)", self.max_requeues)
         low, high = POLL_S
@@ -191,6 +210,8 @@ def _build(schema: type, values: Dict[str, Any], path: str) -> Any:
                     f"{path}{name}", "a finite number (not inf or nan)", value)
             require(not _any_number(value, lambda v: type(v) is int and not -2 ** 63 <= v < 2 ** 63),
                     f"{path}{name}", "an integer that fits in 64 bits (below 2**63)", value)
+            require_element_type(f"{path}{name}", hint, value)
+            require_plain_text(f"{path}{name}", value)
             kwargs[name] = value
     return schema(**kwargs)
 

@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, NoReturn, Sequence
 
 from contract.cli_args import OneLineParser
 
@@ -26,9 +26,41 @@ class Verb:
 
 
 def _launch(argv: List[str]) -> int:
-    from launcher.launch import launch
+    from launcher.launch import HELP_FLAGS, checked_arguments, launch
 
+    arguments = checked_arguments(argv)
+    if not any(arg in HELP_FLAGS + ("--hydra-help", "--version") for arg in arguments):
+        _check_launch_flags(arguments)
     return launch(argv)
+
+
+def _check_launch_flags(arguments: List[str]) -> None:
+    """Hydra's own flags as Hydra's parser reads them, but a bad one (--zzz, -c without its value) is one line:
+    Hydra printed its 7-line usage block and the error after it."""
+    from hydra._internal.utils import get_args_parser
+
+    from launcher.errors import LaunchError
+
+    def error(message: str) -> NoReturn:
+        raise LaunchError(f"hpml launch: {message} (it takes key=value overrides, --dry-run, -m and Hydra's flags: "
+                          "hpml launch --help)")
+
+    parser = get_args_parser()
+    parser.error = error  # type: ignore[method-assign]
+    given = vars(parser.parse_args(arguments))
+    for flag, why in LAUNCH_FLAGS_REFUSED.items():
+        if given[flag.lstrip("-").replace("-", "_")]:
+            raise LaunchError(f"hpml launch: {flag} is not allowed: {why}")
+
+
+# Hydra flags that hpml's launch cannot honour: it is always a multirun of conf/config.yaml, and a rerun unpickles
+# a file (a traceback on anything but Hydra's own pickle, and code run from whatever file is given)
+LAUNCH_FLAGS_REFUSED = {
+    "--run": "every launch is a sweep (drop it; one point is a sweep of one)",
+    "--config-name": "hpml composes its own conf/config.yaml; a preset of yours goes in ./conf/experiment/",
+    "--config-path": "hpml composes its own conf/config.yaml; use --config-dir to add a folder of presets",
+    "--experimental-rerun": "relaunch with the sweep's overrides (its manifest.json), or `hpml resume DIR`",
+}
 
 
 def _status(argv: List[str]) -> int:
