@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Set
 
-from contract.sweep_layout import MANIFEST_FILE, POINTS_DIR, RESULT_FILE
+from contract.sweep_layout import ATTEMPTS_DIR, MANIFEST_FILE, POINTS_DIR, RESULT_FILE
 
 
 @dataclass
@@ -40,8 +40,8 @@ def path_order(path: str) -> List[str]:
 
 def take_inventory(root: Path) -> Inventory:
     """One walk of root. Links to folders are not followed (a loop, or a link to / , must not make the walk
-    endless), and a folder that is itself named result.json is reported, not entered: what it holds is not a
-    sweep's layout."""
+    endless), a folder that is itself named result.json is reported, not entered: what it holds is not a
+    sweep's layout, and a point's attempts/ (the runs `hpml resume` moved aside) is not entered either."""
     found = Inventory()
     pending = [str(root)]
     while pending:
@@ -57,7 +57,7 @@ def take_inventory(root: Path) -> Inventory:
                 found.results.append(entry.path)
             elif entry.name == MANIFEST_FILE:
                 found.manifests.append(entry.path)
-            elif entry.is_dir(follow_symlinks=False):
+            elif entry.is_dir(follow_symlinks=False) and not _earlier_attempts(entry, folder):
                 pending.append(entry.path)
             if in_points and entry.name.isdigit() and _is_dir(entry):
                 numbered.add(int(entry.name))  # a linked point folder counts too (its result is read by path)
@@ -66,6 +66,13 @@ def take_inventory(root: Path) -> Inventory:
     found.results.sort(key=path_order)
     found.manifests.sort(key=path_order)
     return found
+
+
+def _earlier_attempts(entry: os.DirEntry, folder: str) -> bool:
+    """A point's attempts/ folder (points/<n>/attempts/): the earlier runs `hpml resume` moved aside. The point's
+    own result is its measurement; an earlier ok result read too would count the point twice in every mean."""
+    parent = os.path.dirname(folder)
+    return entry.name == ATTEMPTS_DIR and os.path.basename(folder).isdigit() and os.path.basename(parent) == POINTS_DIR
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.results import load_results
 
 
 def only_sweep_dir(root: Path) -> Path:
@@ -111,6 +112,20 @@ def test_resume_reruns_only_the_failed_point_and_keeps_its_last_attempt(half_fai
     assert json.loads((attempt / "state.json").read_text())["state"] == "failed"
     assert (attempt / "result.json").exists() and (attempt / "logs" / "torchrun.node0.err").exists()
     assert json.loads((sweep / "points/1/state.json").read_text())["state"] == "failed"  # the rerun's own
+
+
+def test_an_earlier_attempt_moved_aside_is_not_counted_beside_the_points_result(quickstart, tmp_path):
+    # resume moves a point's earlier run to points/<n>/attempts/<k>/; an ok one read too would count the point
+    # twice (it is not a byte copy of the current result: drop_copies would not catch it)
+    sweep = tmp_path / "sweep"
+    shutil.copytree(quickstart[0], sweep, symlinks=True)
+    earlier = json.loads((sweep / "points/0/result.json").read_text())
+    earlier["started_at"] = "2000-01-01T00:00:00+00:00"
+    (sweep / "points/0/attempts/0").mkdir(parents=True)
+    (sweep / "points/0/attempts/0/result.json").write_text(json.dumps(earlier))
+    loaded = load_results(sweep)
+    assert [row["identity"]["point"] for row in loaded.rows] == [0, 1] and loaded.problems == []
+    assert all("attempts" not in row["path"] for row in loaded.rows)
 
 
 def test_resume_of_a_finished_sweep_does_nothing(quickstart, hpml):
