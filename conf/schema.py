@@ -72,6 +72,7 @@ MAX_REQUEUES = 100  # a point requeued more often than this is not making progre
 # cluster.max_parallel: one launch plans at most 10,000 points (hpml_sweeper.MAX_POINTS), so a larger cap is no cap;
 # SLURM reads the array's %N as a 32-bit number and refuses a larger one only at sbatch time
 MAX_PARALLEL = 10_000
+MAX_SEED = 2 ** 32 - 1  # sweep.seed
 
 
 class ClusterKind(str, Enum):
@@ -94,6 +95,9 @@ class SweepConfig:
         for key in ("root", "dir"):
             require(getattr(self, key) != "", f"sweep.{key}", "a folder path (give . for the current directory)", "")
         require(self.repeat >= 0, "sweep.repeat", "an integer >= 0", self.repeat)
+        # workers seed torch generators with seed + rank or + epoch: torch takes at most 2**64 - 1 and numpy's
+        # generators 2**32 - 1; negative seeds are valid for neither everywhere
+        require(0 <= self.seed <= MAX_SEED, "sweep.seed", f"an integer from 0 to {MAX_SEED:,} (2**32 - 1)", self.seed)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import pytest
 
 from conf.limits import MAX_BUFFER_BYTES
 from conf.resources import MAX_GPUS_PER_NODE, MAX_MEM_GB
-from conf.schema import MAX_PARALLEL, HpmlConfig, config_from_dict
+from conf.schema import MAX_PARALLEL, MAX_SEED, HpmlConfig, config_from_dict
 from conf.workload import WORKLOAD_SCHEMAS
 from launcher.cli import main
 from launcher.errors import one_line
@@ -125,6 +125,8 @@ def test_unicode_that_prints_stays_allowed(compose_values):
                                                "launch plans)"),
     ("cluster.assume_gpus", MAX_GPUS_PER_NODE + 1, f"null (count this machine's GPUs) or an integer from 0 to "
                                                    f"{MAX_GPUS_PER_NODE}"),
+    # torch's generators take seeds up to 2**64 - 1 and workers add the rank or the epoch; numpy's 2**32 - 1
+    *[("sweep.seed", seed, f"an integer from 0 to {MAX_SEED:,} (2**32 - 1)") for seed in (-1, MAX_SEED + 1, 2 ** 40)],
 ])
 def test_empty_names_and_numbers_past_any_machine_are_refused(compose_values, key, value, allowed):
     assert refused(set_key(compose_values([TINY["allreduce"]]), key, value)) == \

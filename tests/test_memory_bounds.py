@@ -36,6 +36,10 @@ WITHIN = "stays within 64 GiB"
     ("allreduce", f"workload.max_bytes={TIB}", f"workload.max_bytes={TIB} is not allowed: small enough that the "
                                                f"largest message {WITHIN}"),
     ("dataloader", "workload.batch_size=1000000000000", INPUT_BATCH),
+    # train made its synthetic labels (int64) up front: 2**62 samples raised in the worker after the sweep was written
+    ("train", f"workload.synthetic_samples={2 ** 62}", f"workload.synthetic_samples={2 ** 62} is not allowed: small "
+                                                      f"enough that its labels (and the sampler's order: int64 each) "
+                                                      f"{WITHIN}"),
     ("dataloader", "workload.crop_padding=33", "workload.crop_padding=33 is not allowed: an integer in "
                                                "[0, workload.image_size=32]"),
 ])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conf.data_on_disk import CIFAR10_FILES
+from tests.test_data import write_cifar10
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
 
@@ -199,14 +199,13 @@ def test_gpus_per_node_is_requested_as_gres_and_slurm_sets_cuda_visible_devices(
 
 
 def failing_second_point(tmp_path: Path) -> list:
-    """Overrides of a two-point sweep whose second point fails in its worker: its CIFAR-10 files are there
-    (the preflight checks only that) but damaged, so reading them raises."""
-    data = tmp_path / "data" / "cifar-10-batches-py"
-    data.mkdir(parents=True)
-    for name in CIFAR10_FILES:
-        (data / name).write_bytes(b"not a pickle")
-    return ["workload.epochs=2", "workload.synthetic_samples=8", "workload.batch_size=4",
-            "workload.dataset=synthetic,cifar10", f"workload.data_root={data.parent}"]
+    """Overrides of a two-point sweep whose second point fails in its worker: its held-out batch (test_batch) is
+    damaged, which the preflight does not read (it reads the training batches and batches.meta), so the first
+    evaluation raises."""
+    good, bad = write_cifar10(tmp_path / "good").parent, write_cifar10(tmp_path / "bad").parent
+    (bad / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle")
+    return ["workload.epochs=2", "workload.batch_size=4", "workload.model=hpml_cnn", "workload.eval_every=1",
+            "workload.dataset=cifar10", f"workload.data_root={good},{bad}"]
 
 
 def test_a_failing_workload_is_a_failed_slurm_job_with_its_reason(hpml, tmp_path):

@@ -15,7 +15,7 @@ from typing import List, Optional
 from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
 from conf.data_on_disk import (OnDisk, cifar10_contents, image_folder_contents, missing_cifar10_files,
                                unreadable_cifar10, unreadable_image_folder)
-from conf.limits import require_input_batch, require_repeats
+from conf.limits import require_buffer, require_input_batch, require_repeats
 from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
 from conf.torchvision_models import model_problem
@@ -153,6 +153,8 @@ class TrainConfig(WorkloadConfig):
         require(self.image_size >= 8, "workload.image_size", "an integer >= 8", self.image_size)
         require(self.synthetic_samples >= 1, "workload.synthetic_samples", "an integer >= 1",
                 self.synthetic_samples)
+        require_buffer("workload.synthetic_samples", self.synthetic_samples, 8 * self.synthetic_samples,
+                       "its labels (and the sampler's order: int64 each)")
         require(self.batch_size >= 1, "workload.batch_size", "an integer >= 1", self.batch_size)
         require_input_batch(self.batch_size, self.image_size)
         require(self.epochs >= 2, "workload.epochs",
