@@ -279,3 +279,19 @@ def test_a_point_whose_file_fails_in_a_loader_worker_records_one_line(hpml, tmp_
     assert result["status"] == state["state"] == "failed"
     assert result["reason"].startswith(worker_failure(path)) and state["reason"] == result["reason"]
     assert f"reason: {result['reason']}" in done.stdout + done.stderr
+
+
+class _Broken(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int):
+        raise KeyError(f"sample {index} has no label")
+
+
+def test_any_error_out_of_a_dataloader_worker_process_is_reported_by_its_original_message():
+    # torch re-raises it as "Caught KeyError in DataLoader worker process 0." + a traceback: no cause on line one
+    with pytest.raises(KeyError) as failed:
+        next(iter(DataLoader(_Broken(), num_workers=1)))
+    assert str(failed.value).startswith("Caught KeyError in DataLoader worker process 0")
+    assert one_line_reason(failed.value) == "KeyError: 'sample 0 has no label'"

@@ -31,10 +31,22 @@ from workloads.common.result import build_result, write_result
 from workloads.common.telemetry import Telemetry, start_telemetry, telemetry_block
 
 
+def original_message(message: str, type_name: str) -> str:
+    """The message a DataLoader worker process's exception had: torch re-raises it in the training process as the
+    same type with the message "Caught <Type> in DataLoader worker process <n>. Original Traceback ... <Type>:
+    <message>", whose first line names no cause. Any other message is returned as it is."""
+    if not message.startswith(f"Caught {type_name} in DataLoader worker process"):
+        return message
+    marker = f"{type_name}: "
+    lines = [line.split(marker, 1)[1] for line in message.splitlines() if marker in line]
+    return lines[-1] if lines else message
+
+
 def one_line_reason(error: BaseException) -> str:
-    """result.json's reason: "Type: first line of the message" (contract.result_format.reason_line); the
-    traceback stays in torchrun's stderr (points/<n>/logs/)."""
-    message = reason_line(error) or ("interrupted (SIGINT)" if isinstance(error, KeyboardInterrupt) else "")
+    """result.json's reason: "Type: first line of the message" (contract.result_format.reason_line; a DataLoader
+    worker's error by its original message); the traceback stays in torchrun's stderr (points/<n>/logs/)."""
+    message = reason_line(original_message(str(error), type(error).__name__)) or \
+        ("interrupted (SIGINT)" if isinstance(error, KeyboardInterrupt) else "")
     return reason_line(f"{type(error).__name__}: {message}" if message else type(error).__name__)
 
 

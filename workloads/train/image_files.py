@@ -7,27 +7,20 @@ where PIL's own error names no file ("image file is truncated") and a DataLoader
 device paths, the dataloader study through them): it raises UnreadableImage, whose message is one line naming the
 file, also when a DataLoader worker process raised it (torch re-raises it in the main process as
 UnreadableImage("Caught UnreadableImage in DataLoader worker process N. Original Traceback ..."), and the
-constructor keeps only the original line). The worker's `reporting` then records it as the point's failure reason.
+constructor keeps only the original line, as workloads.common.worker.one_line_reason does for any exception). The worker's `reporting` then records it as the point's failure reason.
 """
 
 from __future__ import annotations
 
+from workloads.common.worker import original_message
+
 
 class UnreadableImage(ValueError):
-    """A file of the image folder cannot be decoded; str() is one line naming it."""
+    """A file of the image folder cannot be decoded; str() is one line naming it, also when re-raised out of a
+    DataLoader worker process (torchrun's error file and the launcher's line read str())."""
 
     def __init__(self, message: str):
-        super().__init__(_own_line(message, type(self).__name__))
-
-
-def _own_line(message: str, name: str) -> str:
-    """The original one-line message inside the text torch's DataLoader gives a worker's exception, else
-    `message` itself."""
-    if not message.startswith(f"Caught {name} "):
-        return message
-    marker = f"{name}: "
-    lines = [line.split(marker, 1)[1] for line in message.splitlines() if marker in line]
-    return lines[-1] if lines else message
+        super().__init__(original_message(message, type(self).__name__))
 
 
 def load_image(path: str):
