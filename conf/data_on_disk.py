@@ -60,6 +60,15 @@ def cifar10_contents(root: Optional[str]) -> Optional[OnDisk]:
         return None
 
 
+def classes_problem(num_classes: int, root: str, found: Optional[OnDisk]) -> Optional[str]:
+    """One line when the data set at root (its contents `found`, None when unknown) has other classes than the
+    model's head, else None."""
+    if found is None or found.classes == num_classes:
+        return None
+    return (f"workload.num_classes={num_classes}: the data set at {root} has {found.classes} classes; set "
+            f"workload.num_classes={found.classes}")
+
+
 def unreadable_cifar10(key: str, root: str) -> Optional[str]:
     """One line when root holds CIFAR-10's files (the caller checked they are there) but they cannot be read as
     CIFAR-10 (no read permission, truncated or not pickles), else None: the worker would fail on them after start-up."""

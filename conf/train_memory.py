@@ -47,13 +47,13 @@ from pathlib import Path
 from typing import Any, Optional, Tuple
 
 from conf.data_on_disk import OnDisk
+from conf.limits import IMAGE_CHANNELS
 from conf.model_input import meta_forward
 from conf.validation import named
 
 # `cfg` below is a TrainConfig (conf/workload/train.py), which calls this module from its preflight: importing it
 # here would make an import cycle, so its str enums are compared with their values.
 GIB = 2 ** 30
-IMAGE_CHANNELS = 3
 CIFAR10_IMAGE_BYTES = 3 * 32 * 32  # a row of CIFAR-10's python batches: 32 x 32 RGB, uint8
 LABEL_BYTES = 8  # int64
 AUTOCAST = ("fp16", "bf16")

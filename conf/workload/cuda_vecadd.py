@@ -105,12 +105,11 @@ class CudaVecaddConfig(WorkloadConfig):
         require(resources.nodes == 1, "resources.nodes", one_process, resources.nodes)
         require(resources.workers_per_node == 1, "resources.workers_per_node", one_process,
                 resources.workers_per_node)
-        # Kept for preflight_problems, which gets no resources: a CPU point needs no CUDA compiler.
-        self._runs_on_cpu = self.runs_on_cpu(resources)
 
     def preflight_problems(self) -> List[str]:
         problems = []
-        on_cpu = getattr(self, "_runs_on_cpu", self.device == Device.cpu)
+        # a CPU point needs no CUDA compiler; without its placement (a schema built alone), the device key says
+        on_cpu = self.runs_on_cpu(self.placement.resources) if self.placement else self.device == Device.cpu
         if (on_cpu or self.cpu_baseline) and host_cxx() is None:
             problems.append("workload=cuda_vecadd: no host C++ compiler for the CPU baseline: set CXX or put "
                             "c++ or g++ on PATH (or workload.cpu_baseline=false on a GPU point)")

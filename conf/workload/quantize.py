@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.data_on_disk import cifar10_contents, missing_cifar10_files, unreadable_cifar10
+from conf.data_on_disk import cifar10_contents, classes_problem, missing_cifar10_files, unreadable_cifar10
 from conf.limits import require_classes, require_repeats
 from conf.resources import ResourcesConfig
 from conf.validation import MISSING, require
@@ -137,10 +137,7 @@ def data_problem(cfg: QuantizeConfig) -> Optional[str]:
     found = cifar10_contents(cfg.data_root)
     if found is None:
         return unreadable_cifar10("workload.data_root", cfg.data_root)
-    if found.classes != cfg.num_classes:
-        return (f"workload.num_classes={cfg.num_classes}: the data set at {cfg.data_root} has {found.classes} classes; "
-                f"set workload.num_classes={found.classes}")
-    return None
+    return classes_problem(cfg.num_classes, cfg.data_root, found)
 
 
 def saved_model_problem(cfg: QuantizeConfig) -> Optional[str]:

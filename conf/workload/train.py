@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
-from conf.data_on_disk import (OnDisk, cifar10_contents, image_folder_contents, missing_cifar10_files,
-                               unreadable_cifar10, unreadable_image_folder)
+from conf.data_on_disk import (OnDisk, cifar10_contents, classes_problem, image_folder_contents,
+                               missing_cifar10_files, unreadable_cifar10, unreadable_image_folder)
 from conf.limits import require_buffer, require_input_batch, require_repeats
 from conf.model_input import input_problem
 from conf.resources import ResourcesConfig
@@ -382,10 +382,9 @@ def data_problem(cfg: TrainConfig) -> Optional[str]:
     if cfg.dataset == Dataset.image_folder and cfg.eval_every and not (Path(cfg.data_root) / "val").is_dir():
         return (f"workload.data_root={cfg.data_root}: no val/ folder of class sub-folders to evaluate on "
                 "(workload.eval_every > 0)")
-    found = on_disk(cfg)
-    if found is not None and found.classes != cfg.num_classes:
-        return (f"workload.num_classes={cfg.num_classes}: the data set at {cfg.data_root} has {found.classes} "
-                f"classes; set workload.num_classes={found.classes}")
+    mismatch = classes_problem(cfg.num_classes, cfg.data_root, on_disk(cfg))
+    if mismatch:
+        return mismatch
     if cfg.dataset == Dataset.image_folder:  # every image file's header (a sample above 20,000 a split)
         return unreadable_image_folder("workload.data_root", cfg.data_root, held_out=cfg.eval_every > 0)
     return None
