@@ -23,9 +23,8 @@ every kept activation; no gradient yet, as the worker zeroes them with set_to_no
 accumulation) and the end of the backward (weights, momentum, gradients), plus the inputs and the split.
 Not counted, and all of it real: the gradients of activations during backward, what ops other than leaf modules
 keep (the residual adds' outputs, max-pool indices, attention), DDP's gradient buckets, autocast's weight copies,
-cuDNN workspaces, the CUDA context, the allocator's rounding. Measured on an H200 (docs/decisions.md), the floor was
-38-96% of a bare model's step's torch.cuda.max_memory_allocated() in 35 model / precision / chunking cases, never
-above; a point is refused only when this floor itself exceeds the memory.
+cuDNN workspaces, the CUDA context, the allocator's rounding. How far below a real step's peak it stays was
+measured on a GPU (docs/decisions.md); a point is refused only when this floor itself exceeds the memory.
 
 Which memory: a GPU point is compared with one GPU's memory, a CPU point's workers (each its own copy of all of
 the above) with the node's:
