@@ -14,7 +14,9 @@ measurements (result.json), besides the model, data and training records:
                               "int32_bound", "weights" and "biases" (counts)
     checks                    every quantized tensor's range check {tensor, dtype, lo, hi, min, max, values,
                               clipped, integer, in_range}
-    torch_ao                  {"available", "reason" (one line when not), "engine", "notes"}
+    torch_ao                  {"available", "reason" (one line when not), "engine", "notes"}; when available also
+                              "engine_reason" (why that engine, one line) and "engines_exact" ({engine: whether
+                              it computes full-range int8 sums exactly on this CPU}; torch_ao.computes_exactly)
 
 Stages: STAGES are hpml's (simulated in float32, then the integer-only inference), TORCH_AO_STAGES the
 cross-check's (workloads/quantize/torch_ao.py).

@@ -67,3 +67,21 @@ def test_bars_compare_the_means():
     assert bars["difference_pts"].tolist() == pytest.approx([-0.8, 0.6])
     assert bars["passes"].tolist() == [True, False]
     assert len(bar_frame(stages[stages["stage"] != "torch_ao_own"])) == 1  # no torch.ao: only the float bar
+
+
+def test_the_cross_check_text_says_which_engine_why_and_on_which_cpu():
+    from analysis.quantize.sections import _torch_ao_text
+
+    ao = {"available": True, "reason": None, "engine": "qnnpack", "notes": [],
+          "engine_reason": "qnnpack: x86, fbgemm, onednn saturate full-range int8 sums here (this CPU has no VNNI: "
+                           "int16 pair sums saturate); qnnpack computes them exactly"}
+    cpu = {"model": "AMD EPYC 7B13", "capability": "AVX2", "simd": ["avx2", "fma"], "vnni": False}
+    run = {"torch_ao": ao, "cpu": cpu, "integer_agrees_torch_ao_hpml": 1.0}
+    text = _torch_ao_text([run, dict(run)])
+    assert text.startswith("torch.ao cross-check on the qnnpack engine (qnnpack: x86, fbgemm, onednn saturate")
+    assert "on AMD EPYC 7B13 (torch's CPU capability AVX2; avx2, fma)" in text and "100.00 %" in text
+    other = dict(run, torch_ao=dict(ao, engine_reason="x86 computes full-range int8 sums exactly here"))
+    assert "the runs chose 2 ways" in _torch_ao_text([run, other])
+    # a result from before the engine's reason and the CPU were recorded
+    old = {"torch_ao": {"available": True, "reason": None, "engine": "x86", "notes": []}, "cpu": None}
+    assert _torch_ao_text([old]) == "torch.ao cross-check on the x86 engine."

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from analysis.registry import REPORTS, RESULT_CHECKS
 from analysis.report import build_report, write_report
@@ -20,6 +21,7 @@ from contract.result_schema import validate_result
 from conf.schema import config_from_dict
 from conf.workload import WORKLOAD_SCHEMAS
 from contract.sweep_layout import RESULT_FILE, point_dir
+from workloads.common.cpu import SIMD_FLAGS
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = sorted(WORKLOAD_SCHEMAS)
@@ -57,6 +59,9 @@ def test_the_tiny_point_writes_a_result_the_analysis_accepts(tiny_sweep):
     assert doc["status"] == "ok", doc["reason"]
     assert doc["identity"]["workload"] == name
     assert validate_result(doc, RESULT_CHECKS) == []
+    cpu = doc["environment"]["cpu"]  # the CPU decides what int8 and float kernels compute (issue 31)
+    assert isinstance(cpu["model"], str) and cpu["model"] and cpu["capability"] == torch.backends.cpu.get_cpu_capability()
+    assert set(cpu["simd"]) <= set(SIMD_FLAGS) and cpu["vnni"] in (True, False, None)
 
 
 def test_the_tiny_point_renders_its_sections_and_their_files(tiny_sweep, tmp_path):

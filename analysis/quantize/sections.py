@@ -87,7 +87,20 @@ def _torch_ao_text(runs: List[Dict[str, Any]]) -> str:
     agree = [run["integer_agrees_torch_ao_hpml"] for run in runs if "integer_agrees_torch_ao_hpml" in run]
     same = (f" With hpml's scales, torch.ao's int8 predictions equal hpml's integer-only ones on "
             f"{min(agree) * 100:.2f} % of the held-out images or more in every run." if agree else "")
-    return f"torch.ao cross-check on the {ao['engine']} engine.{same}{notes}"
+    return f"torch.ao cross-check on the {ao['engine']} engine{_engine_reason(runs)}.{same}{notes}"
+
+
+def _engine_reason(runs: List[Dict[str, Any]]) -> str:
+    """Why that engine, and on which CPU (results from before they were recorded have neither)."""
+    ao, cpu = runs[0]["torch_ao"], runs[0].get("cpu")
+    why = f" ({ao['engine_reason']})" if ao.get("engine_reason") else ""
+    if cpu:
+        simd = ", ".join(cpu.get("simd") or []) or "none listed"
+        why += f", on {cpu.get('model') or 'an unnamed CPU'} (torch's CPU capability {cpu.get('capability')}; {simd})"
+    reasons = {run["torch_ao"].get("engine_reason") for run in runs}
+    if len(reasons) > 1:
+        why += f"; the runs chose {len(reasons)} ways: " + " | ".join(sorted(str(r) for r in reasons))
+    return why
 
 
 def _config_text(runs: List[Dict[str, Any]]) -> str:

@@ -31,7 +31,8 @@ DIGITS_CLASSES = 10  # dataset=digits: the digits 0-9
 
 
 class Engine(str, Enum):
-    """torch.backends.quantized.engine of the cross-check; auto: x86 where the torch has it, else its first."""
+    """torch.backends.quantized.engine of the cross-check; auto: the first of x86, fbgemm, onednn, qnnpack that
+    computes full-range int8 sums exactly on this CPU (workloads/quantize/torch_ao.choose_engine)."""
 
     auto = "auto"
     x86 = "x86"

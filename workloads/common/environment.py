@@ -9,6 +9,7 @@ from typing import Dict, List, Mapping
 import torch
 import torch.distributed as dist
 
+from workloads.common.cpu import ISA_OVERRIDES, describe_cpu
 from workloads.common.provenance import code_provenance, gpu_provenance
 
 # Only these variables are recorded: enough to reproduce a run, never the whole (secret-bearing) environment.
@@ -22,7 +23,7 @@ ENV_ALLOW_LIST = (
     "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
     "SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES",
     "SLURM_JOB_PARTITION", "SLURM_CLUSTER_NAME", "SLURM_GPUS_ON_NODE", "SLURM_CPUS_PER_TASK",
-    "SLURM_RESTART_COUNT",
+    "SLURM_RESTART_COUNT", *ISA_OVERRIDES,
 )
 
 
@@ -73,6 +74,7 @@ def describe_environment(ranks: List[dict], world_size: int, backend: str, devic
         "nccl": nccl_version(),
         "gpus": gpu_names(),
         "cpu_threads_per_worker": torch.get_num_threads(),
+        "cpu": describe_cpu(),
         "env": allowed_env(),
         **provenance(),
     }

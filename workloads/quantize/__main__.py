@@ -60,8 +60,9 @@ def torch_ao_block(cfg: QuantizeConfig) -> Dict:
     if not cfg.torch_ao:
         return {"available": False, "reason": "workload.torch_ao=false", "engine": None, "notes": []}
     reason = torch_ao.unavailable(cfg.torch_ao_engine.value)
-    return {"available": reason is None, "reason": reason,
-            "engine": None if reason else torch_ao.engine(cfg.torch_ao_engine.value), "notes": []}
+    if reason:
+        return {"available": False, "reason": reason, "engine": None, "notes": []}
+    return {"available": True, "reason": None, **torch_ao.engine_block(cfg.torch_ao_engine.value), "notes": []}
 
 
 def run(cfg: QuantizeConfig, seed: int) -> Dict:

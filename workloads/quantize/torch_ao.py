@@ -14,12 +14,20 @@ Eager mode needs the modules to be fused by name (conv [+ bn] [+ relu], linear +
 the same plan the stages use (plan.py). torch 2.x warns that torch.ao.quantization is deprecated in favour of
 torchao's pt2e flow; it still ships it, and the first line of each distinct warning is kept in the result.
 Where the installed torch has no quantized engine (or no torch.ao.quantization), `unavailable` says so in one line.
+
+Which engine: the torch_ao_hpml stage asks an engine for hpml's integers, so it must run on one that computes
+full-range 8-bit products exactly on this CPU. Without VNNI, fbgemm's and oneDNN's x86 kernels add u8 x s8 pairs
+in int16 (vpmaddubsw) and saturate with full-range activations (PyTorch's own x86 qconfig keeps activations to 7
+bits for that reason): on an AVX2-only EPYC they were 49-53 steps away from hpml's integers. `computes_exactly`
+asks each engine on worst-case operands, and `choose_engine` takes the first exact one (the result keeps the
+probe's answers and the reason; the CPU is in environment.cpu).
 """
 
 from __future__ import annotations
 
 import copy
 import io
+import os
 import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -54,7 +62,7 @@ def unavailable(requested: str) -> Optional[str]:
         import torch.ao.quantization  # noqa: F401 - the import is the check
     except ImportError as error:
         return f"torch {torch.__version__} has no torch.ao.quantization ({error}): no torch.ao cross-check"
-    engines = [e for e in torch.backends.quantized.supported_engines if e != "none"]
+    engines = available_engines()
     if not engines:
         return f"torch {torch.__version__} has no quantized engine on this machine: no torch.ao cross-check"
     if requested != "auto" and requested not in engines:
@@ -62,12 +70,99 @@ def unavailable(requested: str) -> Optional[str]:
     return None
 
 
-def engine(requested: str) -> str:
-    """x86 (fbgemm's successor on x86) where the torch has it, else its first engine; or the one named."""
-    engines = [e for e in torch.backends.quantized.supported_engines if e != "none"]
+# Which engine "auto" prefers, where it computes exactly: x86 (fbgemm's successor, what a torch.ao user on x86
+# gets by default), then fbgemm, then oneDNN, then QNNPACK (written for ARM; on x86 it accumulates in int32 with
+# no int16 step, so it is exact on any CPU, and slower).
+PREFERENCE = ("x86", "fbgemm", "onednn", "qnnpack")
+
+# The probe: one quantized linear and one quantized convolution with the operands that overflow an int16 pair
+# sum on hpml's grid (activations quint8 with zero point 128, as put_hpml_scales sets them): the image value 255
+# (int8 127) times the weight 127 or -128. Exactly: K * 127 * w, rescaled by PROBE_SCALE; a kernel that adds
+# u8 x s8 pairs in 16 bits saturates at 32,767 per pair and lands tens of steps away.
+PROBE_CHANNELS = 8
+PROBE_SCALE = 20000.0  # output scale: exact results of 58-65 steps from the zero point, no ties to round
+
+
+def available_engines() -> List[str]:
+    return [e for e in torch.backends.quantized.supported_engines if e != "none"]
+
+
+def _probe_outputs(module: nn.Module, weight: torch.Tensor, x_shape: Tuple[int, ...], products: int):
+    """(the engine's output integers, the exact ones) of a quantized module on the worst-case operands."""
+    module.set_weight_bias(torch._make_per_tensor_quantized_tensor(weight, 1.0, 0), None)
+    module.scale, module.zero_point = PROBE_SCALE, UINT8_ZERO_POINT
+    x = torch._make_per_tensor_quantized_tensor(torch.full(x_shape, 255, dtype=torch.uint8), 1.0, UINT8_ZERO_POINT)
+    with torch.inference_mode():
+        got = module(x).int_repr().to(torch.int64)
+    per_output = torch.tensor([products * 127 * int(w) for w in weight.reshape(weight.shape[0], -1)[:, 0]],
+                              dtype=torch.float64)
+    exact = torch.clamp(torch.round(per_output / PROBE_SCALE) + UINT8_ZERO_POINT, 0, 255).to(torch.int64)
+    shape = [1, -1] + [1] * (got.dim() - 2)
+    return got, exact.reshape(shape).expand_as(got)
+
+
+def computes_exactly(engine_name: str) -> bool:
+    """Whether the engine's int8 linear and convolution kernels compute full-range u8 x s8 sums exactly on this
+    CPU (to one step of requantization rounding)."""
+    from torch.ao.nn import quantized as qnn
+
+    previous = torch.backends.quantized.engine
+    torch.backends.quantized.engine = engine_name
+    try:
+        weight = torch.tensor([127, -128], dtype=torch.int8)
+        linear = qnn.Linear(PROBE_CHANNELS, 2, dtype=torch.qint8)
+        linear_w = weight[:, None].expand(2, PROBE_CHANNELS).contiguous()
+        conv = qnn.Conv2d(PROBE_CHANNELS, 2, 3)
+        conv_w = weight[:, None, None, None].expand(2, PROBE_CHANNELS, 3, 3).contiguous()
+        pairs = [_probe_outputs(linear, linear_w, (4, PROBE_CHANNELS), PROBE_CHANNELS),
+                 _probe_outputs(conv, conv_w, (1, PROBE_CHANNELS, 5, 5), PROBE_CHANNELS * 9)]
+        return all(int((got - exact).abs().max()) <= 1 for got, exact in pairs)
+    finally:
+        torch.backends.quantized.engine = previous
+
+
+def cpu_note(vnni: Optional[bool], overrides: Dict[str, str]) -> str:
+    """What about this CPU decides exactness: its VNNI, and any variable capping the kernels' instruction set."""
+    note = {True: "this CPU has VNNI", False: "this CPU has no VNNI: int16 pair sums saturate",
+            None: "this CPU's VNNI is unknown"}[vnni]
+    if overrides:
+        note += ", kernels capped by " + ", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))
+    return note
+
+
+def choose_engine(requested: str, engines: List[str], exact: Dict[str, bool], cpu: str) -> Tuple[str, str]:
+    """(engine, why, in one line) from the engines this torch has and which of them computes exactly here.
+    auto: the first of PREFERENCE that is exact; where none is, the first available, and the differences
+    are said to be the engine's. A named engine is used as named, with the same warning when it is inexact."""
     if requested != "auto":
-        return requested
-    return "x86" if "x86" in engines else engines[0]
+        if exact.get(requested, False):
+            return requested, f"workload.torch_ao_engine={requested}, which computes exactly here ({cpu})"
+        return requested, (f"workload.torch_ao_engine={requested}, which saturates full-range int8 sums here "
+                           f"({cpu}): differences from hpml's integers are the engine's")
+    ordered = [e for e in PREFERENCE if e in engines] + [e for e in engines if e not in PREFERENCE]
+    exact_ones = [e for e in ordered if exact.get(e, False)]
+    if not exact_ones:
+        return ordered[0], (f"no engine computes full-range int8 sums exactly here ({cpu}): {ordered[0]}, and "
+                            f"differences from hpml's integers are the engine's")
+    chosen = exact_ones[0]
+    skipped = ordered[:ordered.index(chosen)]
+    if not skipped:
+        return chosen, f"{chosen} computes full-range int8 sums exactly here ({cpu})"
+    return chosen, (f"{chosen}: {', '.join(skipped)} saturate full-range int8 sums here ({cpu}); {chosen} "
+                    f"computes them exactly")
+
+
+def engine_block(requested: str) -> Dict[str, object]:
+    """The torch_ao block's engine part: {"engine", "engine_reason", "engines_exact": {engine: bool}}."""
+    from workloads.common.cpu import ISA_OVERRIDES, describe_cpu
+
+    engines = available_engines()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation notes: the cross-check records them once
+        exact = {e: computes_exactly(e) for e in engines}
+    overrides = {k: os.environ[k] for k in ISA_OVERRIDES if k in os.environ}
+    name, why = choose_engine(requested, engines, exact, cpu_note(describe_cpu()["vnni"], overrides))
+    return {"engine": name, "engine_reason": why, "engines_exact": exact}
 
 
 def convert(model: nn.Module, plan: Plan, engine_name: str, calibration: torch.Tensor, batch: int) -> nn.Module:
