@@ -9,7 +9,7 @@ analysis drops more keys of its own (the batch, a probe's step count) before it 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 import orjson
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Set
 
-from contract.sweep_layout import ATTEMPTS_DIR, MANIFEST_FILE, POINTS_DIR, RESULT_FILE
+from hpml.contract.sweep_layout import ATTEMPTS_DIR, MANIFEST_FILE, POINTS_DIR, RESULT_FILE
 
 
 @dataclass

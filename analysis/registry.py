@@ -17,11 +17,22 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Tuple
 
-from analysis import allreduce, batch_aug, cuda_vecadd, dataloader, paleo, probe, synthetic, techniques, train, tta
-from analysis import quantize
-from analysis.results import WorkloadResults
-from analysis.sections import Section
-from contract.result_schema import ResultCheck
+from hpml.analysis import (
+    allreduce,
+    batch_aug,
+    cuda_vecadd,
+    dataloader,
+    paleo,
+    probe,
+    quantize,
+    synthetic,
+    techniques,
+    train,
+    tta,
+)
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
+from hpml.contract.result_schema import ResultCheck
 
 ReportPart = Callable[[WorkloadResults], List[Section]]
 

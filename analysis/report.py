@@ -20,14 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from analysis import telemetry
-from analysis.registry import REPORTS, RESULT_CHECKS
-from analysis.results import (MALFORMED, LoadedResults, Problem, WorkloadResults, cycle_collection_paused, load_results,
-                              where)
-from analysis.sections import Section, cap_figures, report_markdown
-from analysis.write_aside import write_sections_aside
-from contract.cli_args import OneLineParser, folder_argument
-from contract.folders import folder_problem
+from hpml.analysis import telemetry
+from hpml.analysis.registry import REPORTS, RESULT_CHECKS
+from hpml.analysis.results import (
+    MALFORMED,
+    LoadedResults,
+    Problem,
+    WorkloadResults,
+    cycle_collection_paused,
+    load_results,
+    where,
+)
+from hpml.analysis.sections import Section, cap_figures, report_markdown
+from hpml.analysis.write_aside import write_sections_aside
+from hpml.contract.cli_args import OneLineParser, folder_argument
+from hpml.contract.folders import folder_problem
 
 REPORT_MD = "report.md"
 KEPT: List["Report"] = []  # the last report main made (see main)

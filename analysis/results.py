@@ -26,10 +26,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import orjson
 
-from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
-from contract.result_schema import ResultCheck, validate_result
-from analysis.inventory import Inventory, path_order, take_inventory
-from contract.sweep_layout import POINTS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from hpml.analysis.inventory import Inventory, path_order, take_inventory
+from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
+from hpml.contract.result_schema import ResultCheck, validate_result
+from hpml.contract.sweep_layout import POINTS_DIR, RESULT_FILE, STATE_FILE, point_dir
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 import pandas as pd
 
-from analysis.latex import latex_table
-from analysis.results import MALFORMED
-
+from hpml.analysis.latex import latex_table
+from hpml.analysis.results import MALFORMED
 
 # Past this many configurations, a table kind that is one table per configuration becomes one table with the
 # configuration in its first column (issue 25: 5,000 sweeps made 10,000 tables nobody reads; same CSV rows).

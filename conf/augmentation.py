@@ -14,7 +14,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Protocol
 
-from conf.validation import require
+from hpml.conf.validation import require
 
 # Cutout's holes per image: DeVries & Taylor use one; past 64 the holes cover a 32x32 image many times over, and the
 # batched mask (samples x holes x H x W) grows with them (a million holes asked for 65 GB)

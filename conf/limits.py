@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from conf.validation import require
+from hpml.conf.validation import require
 
 # Classes of a classifier: ImageNet-21k has 21,841; `hpml evaluate` reads model.pt files with the same bound
 MAX_CLASSES = 100_000

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Set
 
-from conf.validation import named
+from hpml.conf.validation import named
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool
     linear layers) are saved alike on every device. Eval mode: no dropout masks, no auxiliary heads (a floor)."""
     import torch
 
-    from models.stats.layers import _tensors, hooked_leaf_calls, meta_model
+    from hpml.models.stats.layers import _tensors, hooked_leaf_calls, meta_model
 
     try:
         built = meta_model(model, num_classes, cifar_stem=cifar_stem)

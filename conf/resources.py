@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conf.validation import MISSING, require
-
+from hpml.conf.validation import MISSING, require
 
 MAX_NODES = 4096
 MAX_PER_NODE = 1024  # workers or CPU threads per node

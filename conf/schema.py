@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Dict, List, Optional
 
-from conf.resources import MAX_GPUS_PER_NODE, ResourcesConfig
-from conf.validation import MISSING, ConfigValueError, require, shown
-from conf.workload import WORKLOAD_SCHEMAS
-from conf.workload_contract import Placement
-
+from hpml.conf.resources import MAX_GPUS_PER_NODE, ResourcesConfig
+from hpml.conf.validation import MISSING, ConfigValueError, require, shown
+from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.conf.workload_contract import Placement
 
 SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 # sweep.name becomes part of a folder name under sweep.root: no path separator, no "..", no line break, and
@@ -76,8 +75,14 @@ MAX_SEED = 2 ** 32 - 1  # sweep.seed
 
 
 class ClusterKind(str, Enum):
+    """Where points run; each kind has one backend (launcher/backends/, docs/adding-a-backend.md)."""
     local = "local"
     slurm = "slurm"
+
+
+# Whether a kind's points run on the machine that launches them, so that its GPUs are theirs (the workload's
+# placement checks against this host's GPUs only then). Backend differences the config needs, as data.
+RUNS_ON_THIS_HOST = {ClusterKind.local: True, ClusterKind.slurm: False}
 
 
 @dataclass
@@ -177,7 +182,7 @@ class HpmlConfig:
 
     def __post_init__(self) -> None:
         self.workload.check_resources(self.resources)
-        on_this_host = self.cluster.kind == ClusterKind.local and self.cluster.assume_gpus is None
+        on_this_host = RUNS_ON_THIS_HOST[self.cluster.kind] and self.cluster.assume_gpus is None
         self.workload.place(Placement(self.resources, on_this_host))
 
 

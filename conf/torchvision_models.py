@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import FrozenSet, Optional
 
-from conf.validation import named
-from models.names import HPML_MODELS
+from hpml.conf.validation import named
+from hpml.models.names import HPML_MODELS
 
 
 @functools.lru_cache(maxsize=None)

@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Tuple
 
-from conf.data_on_disk import OnDisk
-from conf.limits import IMAGE_CHANNELS
-from conf.model_input import meta_forward
-from conf.validation import named
+from hpml.conf.data_on_disk import OnDisk
+from hpml.conf.limits import IMAGE_CHANNELS
+from hpml.conf.model_input import meta_forward
+from hpml.conf.validation import named
 
 # `cfg` below is a TrainConfig (conf/workload/train.py), which calls this module from its preflight: importing it
 # here would make an import cycle, so its str enums are compared with their values.

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import List, Optional
 
-from conf.resources import ResourcesConfig
-from conf.validation import MISSING, require
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.validation import MISSING, require
 
 
 class Device(str, Enum):

@@ -9,7 +9,6 @@ the current directory.
 
 from __future__ import annotations
 
-
 import os
 import stat
 from pathlib import Path

@@ -17,8 +17,8 @@ import math
 import re
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from contract.result_format import SCALING_MODES, SCHEMA_VERSION, STATUSES
-from contract.telemetry_format import TELEMETRY_STATUSES
+from hpml.contract.result_format import SCALING_MODES, SCHEMA_VERSION, STATUSES
+from hpml.contract.telemetry_format import TELEMETRY_STATUSES
 
 # A workload's own rules for its ok results, registered in analysis.registry.RESULT_CHECKS: the document
 # (its envelope already valid) -> one line per broken rule.

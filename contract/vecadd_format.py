@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-from contract.rates import GBps
+from hpml.contract.rates import GBps
 
 FLOAT_BYTES = 4
 

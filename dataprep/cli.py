@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from contract.cli_args import OneLineParser
-from contract.folders import empty_path_problem
-from dataprep import digits_cifar as dc
-from dataprep import digits_loader_data as large
+from hpml.contract.cli_args import OneLineParser
+from hpml.contract.folders import empty_path_problem
+from hpml.dataprep import digits_cifar as dc
+from hpml.dataprep import digits_loader_data as large
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

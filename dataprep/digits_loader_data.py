@@ -29,7 +29,7 @@ from typing import Tuple
 
 import numpy as np
 
-from dataprep.digits_cifar import CLASS_NAMES, DataError, Digits, Split, image_name
+from hpml.dataprep.digits_cifar import CLASS_NAMES, DataError, Digits, Split, image_name
 
 JPEG_QUALITY = 90  # about what photo data sets are stored at (ImageNet's JPEGs mostly 90-96); PIL's default is 75
 JPEG_SPLITS = ("train", "val")  # ImageFolder roots: the training split, and the test split held out

@@ -24,13 +24,12 @@ from typing import Any, Dict, List
 
 import torch
 
-from conf.limits import MAX_CLASSES
-from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
-from contract.sweep_layout import POINTS_DIR
-from evaluation.files import NotReadable, one_line, open_regular
-from evaluation.images import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
-from models.build import build_classifier
-
+from hpml.conf.limits import MAX_CLASSES
+from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
+from hpml.contract.sweep_layout import POINTS_DIR
+from hpml.evaluation.files import NotReadable, one_line, open_regular
+from hpml.evaluation.images import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
+from hpml.models.build import build_classifier
 
 
 class SavedModelError(Exception):

@@ -17,11 +17,11 @@ from typing import List, Sequence, Tuple
 
 import pandas as pd
 
-from analysis.sections import Section, Table
-from analysis.stats import SAMPLE_DDOF, natural_key, sample_std
-from evaluation.accuracy import Score
-from evaluation.images import ClassFolders
-from evaluation.models import SavedModel, describe
+from hpml.analysis.sections import Section, Table
+from hpml.analysis.stats import SAMPLE_DDOF, natural_key, sample_std
+from hpml.evaluation.accuracy import Score
+from hpml.evaluation.images import ClassFolders
+from hpml.evaluation.models import SavedModel, describe
 
 MODELS_TABLE = "evaluate"
 HARDWARE_TABLE = "evaluate_hardware"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, NoReturn, Sequence
 
-from contract.cli_args import OneLineParser
+from hpml.contract.cli_args import OneLineParser
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Verb:
 
 
 def _launch(argv: List[str]) -> int:
-    from launcher.launch import HELP_FLAGS, checked_arguments, launch
+    from hpml.launcher.launch import HELP_FLAGS, checked_arguments, launch
 
     arguments = checked_arguments(argv)
     if not any(arg in HELP_FLAGS + ("--hydra-help", "--version") for arg in arguments):
@@ -39,7 +39,7 @@ def _check_launch_flags(arguments: List[str]) -> None:
     Hydra printed its 7-line usage block and the error after it."""
     from hydra._internal.utils import get_args_parser
 
-    from launcher.errors import LaunchError
+    from hpml.launcher.errors import LaunchError
 
     def error(message: str) -> NoReturn:
         raise LaunchError(f"hpml launch: {message} (it takes key=value overrides, --dry-run, -m and Hydra's flags: "
@@ -64,7 +64,7 @@ LAUNCH_FLAGS_REFUSED = {
 
 
 def _status(argv: List[str]) -> int:
-    from launcher.status import status_command
+    from hpml.launcher.status import status_command
 
     parser = OneLineParser(prog="hpml status")
     parser.add_argument("sweep_dir", type=Path)
@@ -72,7 +72,7 @@ def _status(argv: List[str]) -> int:
 
 
 def _resume(argv: List[str]) -> int:
-    from launcher.resume import resume
+    from hpml.launcher.resume import resume
 
     parser = OneLineParser(prog="hpml resume")
     parser.add_argument("sweep_dir", type=Path)
@@ -82,25 +82,25 @@ def _resume(argv: List[str]) -> int:
 
 
 def _report(argv: List[str]) -> int:
-    from analysis.report import main
+    from hpml.analysis.report import main
 
     return main(argv)
 
 
 def _evaluate(argv: List[str]) -> int:
-    from evaluation.cli import main
+    from hpml.evaluation.cli import main
 
     return main(argv)
 
 
 def _data(argv: List[str]) -> int:
-    from dataprep.cli import main
+    from hpml.dataprep.cli import main
 
     return main(argv)
 
 
 def _model_stats(argv: List[str]) -> int:
-    from models.stats.cli import main
+    from hpml.models.stats.cli import main
 
     return main(argv)
 
@@ -153,8 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("hpml: interrupted", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - user errors become one line; tracebacks stay for bugs
-        from conf.validation import ConfigValueError
-        from launcher.errors import LaunchError
+        from hpml.conf.validation import ConfigValueError
+        from hpml.launcher.errors import LaunchError
 
         if isinstance(error, (LaunchError, FileNotFoundError, ConfigValueError)):
             for line in str(error).splitlines():

@@ -8,8 +8,8 @@ from __future__ import annotations
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from conf.schema import ClusterConfig, HpmlConfig
-from conf.workload import WORKLOAD_SCHEMAS
+from hpml.conf.schema import ClusterConfig, HpmlConfig
+from hpml.conf.workload import WORKLOAD_SCHEMAS
 
 
 def cluster_schema():

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 from hydra.errors import MissingConfigException, OverrideParseException
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from launcher.override_errors import parse_error_line
+from hpml.launcher.override_errors import parse_error_line
 
 
 class LaunchError(Exception):
@@ -38,7 +38,7 @@ def _squash(text: str) -> str:
 
 
 def one_line(error: BaseException) -> str:
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     for link in _chain(error):
         if isinstance(link, ConfigValueError):

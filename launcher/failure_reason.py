@@ -20,8 +20,8 @@ import signal
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from contract.jsonio import STATE_LIMIT, load_json
-from contract.result_format import reason_line
+from hpml.contract.jsonio import STATE_LIMIT, load_json
+from hpml.contract.result_format import reason_line
 
 TAIL_BYTES = 256 * 1024  # torchrun's failure report is at the end of its stderr
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
-from conf.schema import ClusterKind, HpmlConfig
-from contract.sweep_layout import CONFIG_FILE
+from hpml.conf.schema import ClusterKind, HpmlConfig
+from hpml.contract.sweep_layout import CONFIG_FILE
 
 
 @dataclass(frozen=True)

@@ -14,21 +14,18 @@ from typing import Dict, List, Sequence
 import hydra
 from omegaconf import DictConfig
 
-from conf.schema import ClusterKind
-from conf.validation import shown
-from contract.folders import folder_problem
-from contract.sweep_layout import MANIFEST_FILE
-from launcher.config_store import register_schemas
-from launcher.errors import LaunchError, one_line
-from launcher.jobspec import JobSpec
-from launcher.local_preflight import local_problems
-from launcher.manifest import new_manifest, write_manifest
-from launcher.override_errors import keyless_override
-from launcher.planner import Plan, start_plan
-from launcher.preflight import config_problems
-from launcher.slurm_preflight import preflight as slurm_preflight
-from launcher.submission import cluster_kind, run_points
-from launcher.sweep_lock import sweep_lock
+from hpml.conf.validation import shown
+from hpml.contract.folders import folder_problem
+from hpml.contract.sweep_layout import MANIFEST_FILE
+from hpml.launcher.config_store import register_schemas
+from hpml.launcher.errors import LaunchError, one_line
+from hpml.launcher.jobspec import JobSpec
+from hpml.launcher.manifest import new_manifest, write_manifest
+from hpml.launcher.override_errors import keyless_override
+from hpml.launcher.planner import Plan, start_plan
+from hpml.launcher.preflight import sweep_problems
+from hpml.launcher.submission import run_points
+from hpml.launcher.sweep_lock import sweep_lock
 
 DRY_RUN_FLAG = "--dry-run"
 MULTIRUN_FLAGS = ("-m", "--multirun")  # every launch is a multirun already (conf/config.yaml)
@@ -41,7 +38,7 @@ def plan_sweep(argv: Sequence[str]) -> Plan:
     register_schemas()
     plan = start_plan()
 
-    @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
+    @hydra.main(version_base="1.3", config_path="pkg://hpml.conf", config_name="config")
     def hydra_app(cfg: DictConfig) -> None:
         raise AssertionError("unreachable: every launch is a multirun planned by hpml's sweeper")
 
@@ -143,15 +140,7 @@ def launch(argv: Sequence[str]) -> int:
         return 0  # --cfg, --info: Hydra has printed what was asked (an empty sweep is refused by the sweeper)
     sweep_dir = check_new_sweep_dir(plan)
     specs: List[JobSpec] = [p.spec for p in plan.points]
-    kind = cluster_kind(specs)
-    problems = config_problems([p.config for p in plan.points])
-    if kind == ClusterKind.slurm:
-        problems += slurm_preflight(specs)
-    else:
-        problems += local_problems([p.config for p in plan.points])
-    if not dry_run and any(p.config.cluster.assume_gpus is not None for p in plan.points):
-        problems.append("cluster.assume_gpus is for --dry-run only (planning a sweep for another machine); "
-                        "drop it to run here")
+    problems = sweep_problems([p.config for p in plan.points], specs, dry_run)
     if problems:
         raise LaunchError("\n".join(problems))  # one line per problem, nothing written or queued
     manifest = new_manifest(plan, argv)

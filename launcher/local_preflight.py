@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import List, Sequence
 
-from conf.schema import HpmlConfig
-from conf.validation import shown
-from conf.workload_contract import Device
+from hpml.conf.schema import HpmlConfig
+from hpml.conf.validation import shown
+from hpml.conf.workload_contract import Device
 
 # Workers or threads beyond the cores only share them (gloo tests run 4 workers on 2 cores; a GPU preset
 # asks 4 threads per worker), so a few per core are allowed; more is a typo, not a study.

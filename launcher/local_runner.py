@@ -24,10 +24,10 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import submitit
 
-from contract.jsonio import read_json, utc_now, write_json_atomic
-from contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
-from launcher.jobspec import JobSpec, ResourceShape, group_by_shape
-from launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
+from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
+from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
+from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
+from hpml.launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
 
 # How long a stopped launch waits for its running points to wind down: torchrun gives its workers 30 s
 # between SIGTERM and SIGKILL, plus time to start up and write state.json. A second Ctrl-C stops waiting.

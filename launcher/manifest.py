@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from contract.jsonio import MANIFEST_LIMIT, DamagedFile, load_json, type_name, write_json_atomic
-from contract.sweep_layout import MANIFEST_FILE, MANIFEST_VERSION
-from launcher.errors import LaunchError
-from launcher.jobspec import group_by_shape
-from launcher.planner import Plan
+from hpml.contract.jsonio import MANIFEST_LIMIT, DamagedFile, load_json, type_name, write_json_atomic
+from hpml.contract.sweep_layout import MANIFEST_FILE, MANIFEST_VERSION
+from hpml.launcher.errors import LaunchError
+from hpml.launcher.jobspec import group_by_shape
+from hpml.launcher.planner import Plan
 
 
 def new_manifest(plan: Plan, argv: Sequence[str]) -> Dict[str, Any]:

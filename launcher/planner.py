@@ -14,9 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import yaml
 
-from conf.schema import HpmlConfig, config_from_dict
-from contract.sweep_layout import CONFIG_FILE, point_dir
-from launcher.jobspec import JobSpec, jobspec_of
+from hpml.conf.schema import HpmlConfig, config_from_dict
+from hpml.contract.sweep_layout import CONFIG_FILE, point_dir
+from hpml.launcher.jobspec import JobSpec, jobspec_of
 
 
 @dataclass

@@ -20,12 +20,12 @@ import subprocess
 from pathlib import Path
 from typing import Iterator, Optional
 
-from contract.jsonio import read_json, utc_now, write_json_atomic
-from contract.result_format import reason_line
-from contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
-from launcher.failure_reason import failure_reason, signal_name
-from launcher.jobspec import JobSpec
-from launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command
+from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
+from hpml.contract.result_format import reason_line
+from hpml.contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
+from hpml.launcher.failure_reason import failure_reason, signal_name
+from hpml.launcher.jobspec import JobSpec
+from hpml.launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command
 
 # Ctrl-C (SIGINT), a kill or scancel (SIGTERM), a closed terminal (SIGHUP): stop the point, record why.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -126,6 +126,10 @@ class PointJob:
         # 1-worker point gets the same threads per worker as an N-worker one.
         env["OMP_NUM_THREADS"] = str(self.spec.shape.cpus_per_worker)
         env["PYTHONUNBUFFERED"] = "1"
+        # `python -m` puts the current folder (the user's project) first on sys.path: Python 3.11+ skips it with
+        # PYTHONSAFEPATH, so a user's folder named like a library the workers import (torch, numpy, ...) is not
+        # imported instead. hpml's own modules are safe anyway: they live under the hpml name (issue 32).
+        env["PYTHONSAFEPATH"] = "1"
         return env
 
     def __call__(self) -> str:

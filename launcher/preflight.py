@@ -1,4 +1,5 @@
-"""Checks made before anything is submitted: each problem is one line that says what to change.
+"""Checks made before anything is submitted, by launch and resume alike: each problem is one line that says
+what to change.
 
 What to check is each workload's business (its schema's preflight_problems hook, conf/workload_contract.py):
 this module names no workload.
@@ -11,9 +12,22 @@ import os
 from pathlib import Path
 from typing import List, Sequence
 
-from conf.schema import HpmlConfig
-from conf.validation import shown
-from conf.workload_contract import WorkloadConfig
+from hpml.conf.schema import HpmlConfig
+from hpml.conf.validation import shown
+from hpml.conf.workload_contract import WorkloadConfig
+from hpml.launcher.backends import backend_of_specs
+from hpml.launcher.jobspec import JobSpec
+
+
+def sweep_problems(configs: Sequence[HpmlConfig], specs: Sequence[JobSpec], dry_run: bool = False) -> List[str]:
+    """The one preflight of `hpml launch` and `hpml resume`, over the points about to be queued: the workloads'
+    checks (data, model files, memory), then the backend's against the machine or cluster. One line per problem;
+    [] when nothing stops them."""
+    problems = config_problems(configs) + backend_of_specs(specs).preflight(configs, specs)
+    if not dry_run and any(config.cluster.assume_gpus is not None for config in configs):
+        problems.append("cluster.assume_gpus is for --dry-run only (planning a sweep for another machine); "
+                        "drop it to run here")
+    return problems
 
 
 def config_problems(configs: Sequence[HpmlConfig]) -> List[str]:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, List
 
-from launcher.status import FINISHED, PointState, current_states, point_states, progress_line
+from hpml.launcher.status import FINISHED, PointState, current_states, point_states, progress_line
 
 MIN_POLL_S = 2.0  # sacct is a database query: do not hammer it
 

@@ -1,4 +1,5 @@
-"""`hpml resume DIR`: resubmits the points that failed, were cancelled or lost, or never ran.
+"""`hpml resume DIR`: resubmits the points that failed, were cancelled or lost, or never ran, after the same
+preflight as `hpml launch` (launcher/preflight.sweep_problems) on the points it would queue.
 
 Completed points and their results are never touched, and points still pending or running are left alone.
 A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/); its epoch checkpoint stays, so the
@@ -12,16 +13,16 @@ from typing import Dict, List
 
 import yaml
 
-from conf.schema import ClusterKind, config_from_dict
-from contract.telemetry_format import SIDECAR_GLOB
-from contract.sweep_layout import ATTEMPTS_DIR, CONFIG_FILE, LOGS_DIR, RESULT_FILE, STATE_FILE, point_dir
-from launcher.errors import LaunchError, one_line
-from launcher.jobspec import JobSpec, jobspec_of
-from launcher.manifest import read_manifest, write_manifest
-from launcher.slurm_preflight import preflight as slurm_preflight
-from launcher.status import current_states
-from launcher.submission import run_points
-from launcher.sweep_lock import sweep_lock
+from hpml.conf.schema import HpmlConfig, config_from_dict
+from hpml.contract.sweep_layout import ATTEMPTS_DIR, CONFIG_FILE, LOGS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from hpml.contract.telemetry_format import SIDECAR_GLOB
+from hpml.launcher.errors import LaunchError, one_line
+from hpml.launcher.jobspec import JobSpec, jobspec_of
+from hpml.launcher.manifest import read_manifest, write_manifest
+from hpml.launcher.preflight import sweep_problems
+from hpml.launcher.status import current_states
+from hpml.launcher.submission import run_points
+from hpml.launcher.sweep_lock import sweep_lock
 
 BUSY = ("pending", "running")
 
@@ -45,13 +46,16 @@ def _resume(sweep_dir: Path, wait: bool) -> int:
     if problems:  # before any file is moved: a resume that stops half-way would leave attempts half-moved
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise LaunchError(f"cannot resume {sweep_dir}: {problems[0]}{more}; nothing was moved or submitted")
+    configs = [point_config(sweep_dir, s.point) for s in rerun]
+    problems = sweep_problems(configs, [jobspec_of(config, s.point, str(point_dir(sweep_dir, s.point)),
+                                                   manifest["points"][s.point]["overrides"])
+                                        for config, s in zip(configs, rerun)])
+    if problems:  # launch's own checks, on today's machine and files: the data may be gone since the launch
+        raise LaunchError("\n".join(f"cannot resume {sweep_dir}: {problem}; nothing was moved or submitted"
+                                     for problem in problems))
     specs = [prepare_rerun(sweep_dir, manifest["points"][s.point]) for s in rerun]
-    settings = config_from_dict(yaml.safe_load((Path(specs[0].point_dir) / CONFIG_FILE).read_text()))
+    settings = configs[0]
     settings.sweep.wait = wait
-    if settings.cluster.kind == ClusterKind.slurm:
-        problems = slurm_preflight(specs)
-        if problems:
-            raise LaunchError("\n".join(problems))
     write_manifest(sweep_dir, manifest)
     print(f"hpml: resuming {len(specs)} of {len(states)} point(s) of {manifest['sweep']}: "
           f"{', '.join(str(s.point) for s in specs)}")
@@ -88,6 +92,11 @@ def rerun_problems(sweep_dir: Path, entry: Dict) -> List[str]:
     return problems
 
 
+def point_config(sweep_dir: Path, point: int) -> HpmlConfig:
+    """The point's config as launched (rerun_problems has checked that it reads)."""
+    return config_from_dict(yaml.safe_load((point_dir(sweep_dir, point) / CONFIG_FILE).read_text()))
+
+
 def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
     """Moves the last attempt's files aside (points/<n>/attempts/<k>/) and rebuilds the point's JobSpec
     from its config.yaml. The epoch checkpoint stays, so the rerun resumes from it."""
@@ -102,5 +111,4 @@ def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
     if entry.get("job_id"):
         entry.setdefault("previous_job_ids", []).append(entry["job_id"])
     entry["job_id"] = None
-    config = config_from_dict(yaml.safe_load((folder / CONFIG_FILE).read_text()))
-    return jobspec_of(config, entry["point"], str(folder), entry["overrides"])
+    return jobspec_of(point_config(sweep_dir, entry["point"]), entry["point"], str(folder), entry["overrides"])

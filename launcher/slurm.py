@@ -18,10 +18,10 @@ from typing import Callable, Dict, List, Sequence
 
 import submitit
 
-from contract.sweep_layout import JOBS_DIR
-from launcher.jobspec import JobSpec, ResourceShape, group_by_shape
-from launcher.point_job import PointJob
-from launcher.slurm_requests import gpu_request
+from hpml.contract.sweep_layout import JOBS_DIR
+from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
+from hpml.launcher.point_job import PointJob
+from hpml.launcher.slurm_requests import gpu_request
 
 # SIGUSR2 this long before the time limit: PointJob.checkpoint() then requeues the point, which resumes
 # from its last epoch checkpoint.

@@ -12,9 +12,17 @@ import shutil
 import subprocess
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from launcher.jobspec import JobSpec, ResourceShape, group_by_shape
-from launcher.slurm_requests import (NULL_VALUES, gpu_request, memory_limit_mb, node_features, offers, parse_gres,
-                                     real_memory_mb, satisfies_constraint)
+from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
+from hpml.launcher.slurm_requests import (
+    NULL_VALUES,
+    gpu_request,
+    memory_limit_mb,
+    node_features,
+    offers,
+    parse_gres,
+    real_memory_mb,
+    satisfies_constraint,
+)
 
 UNLIMITED_TIMES = ("UNLIMITED", "INFINITE", "NONE")
 # (the key and value a user set, does this node meet it, what it asks in words)

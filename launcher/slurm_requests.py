@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from launcher.jobspec import ResourceShape
+from hpml.launcher.jobspec import ResourceShape
 
 NULL_VALUES = ("", "(null)", "N/A", "NONE")
 # sbatch_extra options that ask for GPUs per node (`gpus` is for the whole job; one task per node here, so

@@ -13,19 +13,18 @@ is "lost", and a point whose state.json says running while the process that runs
 from __future__ import annotations
 
 import os
-import socket
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from conf.schema import ClusterKind
-from contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
-from contract.result_schema import validate_result
-from contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir, point_number
-from launcher.manifest import read_manifest
-from launcher.scheduler_state import process_alive, runner_alive, scheduler_states
+from hpml.contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
+from hpml.contract.result_schema import validate_result
+from hpml.contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir, point_number
+from hpml.launcher.backends import backend_of_manifest
+from hpml.launcher.manifest import read_manifest
+from hpml.launcher.scheduler_state import runner_alive
 
 # Stops that come from outside the work (a signal, the scheduler's time limit): one that lands after the workload
 # wrote its ok result (written whole: a rename) does not undo the finished work (an H100 launch stopped by its
@@ -231,8 +230,7 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
     A running point's runner is looked up in its state.json (host, pid), then, for a local sweep, in the
     manifest's launcher: local jobs live as long as the `hpml launch` that runs them."""
     manifest = manifest or read_manifest(sweep_dir)
-    local = manifest.get("cluster") != ClusterKind.slurm.value
-    launcher = [manifest.get("launcher") or {}] if local else []
+    launcher = backend_of_manifest(manifest).runners(manifest)
     states = []
     for entry in manifest["points"]:
         job_id = entry.get("job_id")
@@ -251,22 +249,9 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
 
 
 def current_states(sweep_dir: Path) -> List[PointState]:
-    """Point states, asking the scheduler (once, batched) when the sweep ran on SLURM."""
+    """Point states, with the backend's view of the jobs (SLURM: one batched query)."""
     manifest = read_manifest(sweep_dir)
-    if manifest.get("cluster") != ClusterKind.slurm.value:
-        return point_states(sweep_dir, local_jobs(manifest), manifest)
-    jobs, source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
-    return point_states(sweep_dir, jobs if source != "none" else None, manifest)
-
-
-def local_jobs(manifest: Dict) -> Optional[Dict[str, Dict[str, str]]]:
-    """Local jobs live as long as the `hpml launch` that runs them: once it is gone, a point that never
-    finished is lost (resume reruns it). None while the launch still runs, or on another host (judge by the
-    files)."""
-    launcher = manifest.get("launcher") or {}
-    if launcher.get("host") != socket.gethostname() or process_alive(launcher.get("pid")):
-        return None
-    return {}
+    return point_states(sweep_dir, backend_of_manifest(manifest).job_states(manifest), manifest)
 
 
 def summary_counts(states: List[PointState]) -> Dict[str, int]:

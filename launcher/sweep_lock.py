@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 from typing import Iterator
 
-from launcher.errors import LaunchError
+from hpml.launcher.errors import LaunchError
 
 LOCK_FILE = ".hpml.lock"
 

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional
 
-from launcher.jobspec import JobSpec
+from hpml.launcher.jobspec import JobSpec
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: st
     else:
         cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{rendezvous.host}:{rendezvous.port}",
                 "--rdzv_id", rendezvous.run_id]
-    return cmd + ["-m", f"workloads.{spec.workload}", "--config", spec.config_path]
+    return cmd + ["-m", f"hpml.workloads.{spec.workload}", "--config", spec.config_path]
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

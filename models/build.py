@@ -17,9 +17,9 @@ import functools
 import torch
 import torchvision
 
-from models.cifar_resnet import CifarResNet
-from models.names import CIFAR_RESNET_DEPTHS, HPML_MODELS
-from models.small_cnn import SmallCNN
+from hpml.models.cifar_resnet import CifarResNet
+from hpml.models.names import CIFAR_RESNET_DEPTHS, HPML_MODELS
+from hpml.models.small_cnn import SmallCNN
 
 _BUILDERS = {"hpml_cnn": SmallCNN,
              **{f"cifar_resnet{depth}": functools.partial(CifarResNet, depth) for depth in CIFAR_RESNET_DEPTHS}}

@@ -31,7 +31,7 @@ def features_sequential(model: torch.nn.Module) -> Optional[torch.nn.Sequential]
 
 def stages_problem(model_name: str, num_classes: int, cifar_stem: bool) -> Optional[str]:
     """Why workload.activation_checkpointing=true cannot apply to this model, or None."""
-    from models.build import build_classifier
+    from hpml.models.build import build_classifier
 
     with torch.device("meta"):
         model = build_classifier(model_name, num_classes=num_classes, cifar_stem=cifar_stem)

@@ -14,10 +14,10 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from launcher.config_store import register_schemas
+from hpml.launcher.config_store import register_schemas
 
 REPO = Path(__file__).resolve().parent.parent
-HPML = [sys.executable, "-m", "launcher.cli"]
+HPML = [sys.executable, "-m", "hpml.launcher.cli"]
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def compose_values():
     register_schemas()
 
     def _compose(overrides: Sequence[str] = ()) -> dict:
-        with initialize_config_module("conf", version_base="1.3"):
+        with initialize_config_module("hpml.conf", version_base="1.3"):
             cfg = compose("config", overrides=list(overrides))
             return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
 
@@ -66,7 +66,7 @@ DIGITS_ENV = "HPML_DIGITS_ROOT"  # where tiny presets that read real files (conf
 def digits_data(tmp_path_factory) -> Path:
     """scikit-learn's digits written once per session by `hpml data digits`: CIFAR-10 python batches under
     <root>/cifar (1,438 training and 359 test images) and the same images as JPEGs under <root>/jpeg/{train,val}/."""
-    from dataprep.cli import main as data_main
+    from hpml.dataprep.cli import main as data_main
 
     root = tmp_path_factory.mktemp("digits")
     assert data_main(["digits", "--root", str(root / "cifar"), "--jpeg-folder", str(root / "jpeg")]) == 0

@@ -14,9 +14,9 @@ import signal
 import torch
 from PIL import Image
 
-from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
-from launcher.cli import main as hpml
-from models.build import build_classifier
+from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
+from hpml.launcher.cli import main as hpml
+from hpml.models.build import build_classifier
 
 CLASSES = ["dark", "bright"]  # label order of the model; ImageFolder's sorted order is the reverse
 MEAN, STD = 0.6, 0.2  # the saved normalization: bright iff (v - 0.6) / 0.2 > threshold, v the gray level 0-1

@@ -55,7 +55,7 @@ def worker_pids(sweep: Path) -> List[int]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"workloads.train" in cmd and b"torch.distributed.run" not in cmd:
+        if b"hpml.workloads.train" in cmd and b"torch.distributed.run" not in cmd:
             pids.append(pid)
     return pids
 

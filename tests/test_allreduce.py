@@ -14,12 +14,12 @@ import pytest
 import torch
 import yaml
 
-from analysis.allreduce.tables import allreduce_table
-from analysis.results import load_results
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from conf.workload.allreduce import AllreduceConfig
-from workloads.allreduce.__main__ import derive_size, fill_check_pattern, sum_is_correct
+from hpml.analysis.allreduce.tables import allreduce_table
+from hpml.analysis.results import load_results
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.allreduce import AllreduceConfig
+from hpml.workloads.allreduce.__main__ import derive_size, fill_check_pattern, sum_is_correct
 
 KiB = 1024
 TINY = ["workload=allreduce", f"workload.min_bytes={KiB}", f"workload.max_bytes={64 * KiB}",
@@ -119,9 +119,9 @@ UNRECORDED_ENV = {"HPML_TEST_TOKEN": "secret"}  # anything else off the allow-li
 
 
 def run_torchrun(config: Path, workers: int):
-    """workloads.allreduce as a job runs it: torchrun on this node; returns (result.json, stdout)."""
+    """hpml.workloads.allreduce as a job runs it: torchrun on this node; returns (result.json, stdout)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
-               "-m", "workloads.allreduce", "--config", str(config)]
+               "-m", "hpml.workloads.allreduce", "--config", str(config)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "OMP_NUM_THREADS": "1", **RECORDED_ENV, **UNRECORDED_ENV})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -130,7 +130,7 @@ def run_torchrun(config: Path, workers: int):
 
 @pytest.fixture(scope="module")
 def torchrun_result(tmp_path_factory, compose_values):
-    """workloads.allreduce under torchrun, 2 gloo workers on CPU, 1 KiB to 64 KiB."""
+    """hpml.workloads.allreduce under torchrun, 2 gloo workers on CPU, 1 KiB to 64 KiB."""
     values = compose_values(TINY + ["resources.workers_per_node=2"])
     return run_torchrun(write_point_config(values, tmp_path_factory.mktemp("allreduce") / "points" / "0"), 2)
 

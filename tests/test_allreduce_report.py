@@ -4,11 +4,12 @@ hpml's loop next to the bare loop, utilization against the link peak, allreduce.
 from __future__ import annotations
 
 import csv
+
 import pytest
 
-from analysis.allreduce.plots import size_text
-from analysis.synthetic.sections import duration_text
-from analysis.report import main as report_main
+from hpml.analysis.allreduce.plots import size_text
+from hpml.analysis.report import main as report_main
+from hpml.analysis.synthetic.sections import duration_text
 from tests.factories import write_result as write
 from tests.factories.allreduce import allreduce_result
 

@@ -4,8 +4,9 @@ import csv
 
 import pytest
 
-from analysis.report import main
-from tests.factories import write_manifest as write_fake_manifest, write_result as write_fake_result
+from hpml.analysis.report import main
+from tests.factories import write_manifest as write_fake_manifest
+from tests.factories import write_result as write_fake_result
 from tests.factories.train import train_result as fake_result
 
 

@@ -5,18 +5,19 @@ from pathlib import Path
 
 import pytest
 
-from analysis.registry import RESULT_CHECKS
-from analysis.results import load_results
-from contract.result_schema import validate_result as validate_envelope
-from contract.result_format import timed_epoch_indices, timed_values
-from tests.factories import write_manifest as write_fake_manifest, write_result as write_fake_result
+from hpml.analysis.registry import RESULT_CHECKS
+from hpml.analysis.results import load_results
+from hpml.contract.result_format import timed_epoch_indices, timed_values
+from hpml.contract.result_schema import validate_result as validate_envelope
+from hpml.workloads.common.result import build_result, write_result
+from tests.factories import write_manifest as write_fake_manifest
+from tests.factories import write_result as write_fake_result
 from tests.factories.train import train_result as fake_result
 
 
 def validate_result(doc):
     """With the registered checks, as `hpml report` validates."""
     return validate_envelope(doc, RESULT_CHECKS)
-from workloads.common.result import build_result, write_result
 
 
 def good(point, **kwargs):
@@ -128,7 +129,7 @@ def test_a_resumed_run_reports_the_mean_of_its_warm_epochs():
     doc = fake_result(point=0, epoch_times=[9.0, 4.0, 7.0, 5.0], step_times=[[1.0]] * 4)
     doc["measurements"]["cold_epochs"] = [0, 2]
     assert validate_result(doc) == []
-    from analysis.train.runs import train_run
+    from hpml.analysis.train.runs import train_run
     assert train_run({**doc, "path": "p"})["epoch_total_s"] == [4, 5]  # their mean: (4 + 5) / 2
 
 
@@ -197,7 +198,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path):
 
 def test_where_the_data_lives_is_not_part_of_a_configuration():
     """Two hardware types with the same digits under different paths are one configuration; the data path is not."""
-    from analysis.configuration import configuration_items
+    from hpml.analysis.configuration import configuration_items
 
     def config(root, placement):
         return {"workload": {"data_root": root, "data_placement": placement, "lr": 0.1}, "sweep": {"seed": 0}}

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from analysis.configuration import configuration_items, items_key
-from analysis.stats import sample_std
-from analysis.train.runs import is_train_run, train_run
-from analysis.train.tables import time_table
+from hpml.analysis.configuration import configuration_items, items_key
+from hpml.analysis.stats import sample_std
+from hpml.analysis.train.runs import is_train_run, train_run
+from hpml.analysis.train.tables import time_table
 from tests.factories.train import train_result as fake_result
 
 
@@ -111,7 +111,7 @@ def test_configurations_with_different_batch_sizes_are_never_compared():
 
 
 def test_batch_sizes_sort_by_value_not_as_text(tmp_path, capsys):
-    from analysis.report import main
+    from hpml.analysis.report import main
     from tests.factories import write_result
 
     for point, batch in enumerate((32, 8)):

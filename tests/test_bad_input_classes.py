@@ -14,12 +14,12 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from conf.limits import MAX_BUFFER_BYTES
-from conf.resources import MAX_GPUS_PER_NODE, MAX_MEM_GB
-from conf.schema import MAX_PARALLEL, MAX_SEED, HpmlConfig, config_from_dict
-from conf.workload import WORKLOAD_SCHEMAS
-from launcher.cli import main
-from launcher.errors import one_line
+from hpml.conf.limits import MAX_BUFFER_BYTES
+from hpml.conf.resources import MAX_GPUS_PER_NODE, MAX_MEM_GB
+from hpml.conf.schema import MAX_PARALLEL, MAX_SEED, HpmlConfig, config_from_dict
+from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.launcher.cli import main
+from hpml.launcher.errors import one_line
 
 TINY = {name: f"experiment=tiny/{name}" for name in WORKLOAD_SCHEMAS}
 

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from analysis.allreduce.tables import COLUMNS, allreduce_table, ring_allreduce_time, ring_utilization
-from contract.collectives import algbw_GBps as algbw
-from contract.collectives import bus_factor
+from hpml.analysis.allreduce.tables import COLUMNS, allreduce_table, ring_allreduce_time, ring_utilization
+from hpml.contract.collectives import algbw_GBps as algbw
+from hpml.contract.collectives import bus_factor
 from tests.factories.allreduce import allreduce_result
 
 

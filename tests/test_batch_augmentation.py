@@ -13,18 +13,18 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from models.build import build_classifier
-from models.cifar_resnet import ZeroPadShortcut, blocks_per_stage
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.models.build import build_classifier
+from hpml.models.cifar_resnet import ZeroPadShortcut, blocks_per_stage
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train import accumulation, lr_schedule
+from hpml.workloads.train.augment import cutout, holes_mask
+from hpml.workloads.train.device_data import DeviceEpochs, HostSplit
+from hpml.workloads.train.epochs import Stepper
+from hpml.workloads.train.phases import NullClock, PhaseClock
 from tests.conftest import run_hpml
 from tests.test_data import write_cifar10
-from workloads.common.distributed import DistContext
-from workloads.train import accumulation, lr_schedule
-from workloads.train.augment import cutout, holes_mask
-from workloads.train.device_data import DeviceEpochs, HostSplit
-from workloads.train.epochs import Stepper
-from workloads.train.phases import NullClock, PhaseClock
 
 CPU = torch.device("cpu")
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
@@ -150,7 +150,7 @@ def valid_views(image_uint8: torch.Tensor, padding: int):
 
 @pytest.mark.parametrize("workers", [0, 1])
 def test_host_copies_are_made_in_the_loader_and_each_is_a_valid_augmentation(tmp_path, compose_values, workers):
-    from workloads.train.data import build_loader
+    from hpml.workloads.train.data import build_loader
 
     # the transforms draw from torch's global generator (the workers' seeds too): seeded, so that the assertion
     # below never meets two equal draws by chance (an unseeded CI run drew two equal copies of a flat image)

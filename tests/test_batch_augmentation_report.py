@@ -10,7 +10,6 @@ import pytest
 
 from tests.conftest import run_hpml
 
-
 # --- end to end: the digits preset through hpml launch, then hpml report ------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -83,7 +82,7 @@ def result_doc(copies: int, seed: int, top1, epoch_s, steps_s, target=0.9, holes
 
 
 def test_a_run_record_takes_its_numbers_from_the_raw_arrays():
-    from analysis.batch_aug.runs import ba_run
+    from hpml.analysis.batch_aug.runs import ba_run
 
     doc = result_doc(4, 0, [0.5, 0.92, 0.95], epoch_s=[9.0, 2.0, 4.0], steps_s=[[1.0], [0.1, 0.3, 0.2], [0.5, 0.4]])
     run = ba_run(doc)
@@ -96,8 +95,8 @@ def test_a_run_record_takes_its_numbers_from_the_raw_arrays():
 
 
 def test_the_table_gives_epochs_and_time_to_target_rates_and_the_step_cost_factor_per_m():
-    from analysis.batch_aug.runs import ba_run
-    from analysis.batch_aug.tables import variant_table
+    from hpml.analysis.batch_aug.runs import ba_run
+    from hpml.analysis.batch_aug.tables import variant_table
 
     docs = [result_doc(1, 0, [0.5, 0.91], [5.0, 2.0], [[1.0], [0.02]]),        # converged at epoch 2, 2.0 s
             result_doc(1, 1, [0.5, 0.85, 0.88], [5.0, 2.0, 2.0], [[1.0], [0.022], [0.022]]),  # never: best 0.88 at 3 s
@@ -116,8 +115,8 @@ def test_the_table_gives_epochs_and_time_to_target_rates_and_the_step_cost_facto
 
 
 def test_the_table_gives_each_ms_gpu_use_over_the_runs_with_telemetry(tmp_path):
-    from analysis.batch_aug.runs import ba_run
-    from analysis.batch_aug.tables import variant_table
+    from hpml.analysis.batch_aug.runs import ba_run
+    from hpml.analysis.batch_aug.tables import variant_table
     from tests.factories.telemetry import PHASES, columns, ok_block, sidecar_doc, write_sidecar
 
     def with_telemetry(doc, point, util_gpu, sm_activity):
@@ -142,9 +141,9 @@ def test_the_table_gives_each_ms_gpu_use_over_the_runs_with_telemetry(tmp_path):
 
 
 def test_the_section_appears_only_with_copies_or_cutout_and_the_error_curve_averages_the_runs_at_each_epoch():
-    from analysis import batch_aug
-    from analysis.batch_aug.plots import error_curve
-    from analysis.results import WorkloadResults
+    from hpml.analysis import batch_aug
+    from hpml.analysis.batch_aug.plots import error_curve
+    from hpml.analysis.results import WorkloadResults
 
     plain = [result_doc(1, s, [0.5, 0.91], [5.0, 2.0], [[1.0], [0.02]], holes=0) for s in (0, 1)]
     assert batch_aug.sections(WorkloadResults("train", plain)) == []  # a TTA sweep's report stays as it was

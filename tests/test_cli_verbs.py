@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.cli import USAGE, VERBS, main
+from hpml.launcher.cli import USAGE, VERBS, main
 from tests.conftest import run_hpml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,11 +41,11 @@ def imported_modules(path: Path) -> set:
 
 def test_verbs_of_other_packages_live_with_them_and_the_launcher_imports_no_workload():
     dispatched = imported_modules(REPO / "launcher" / "cli.py")
-    others = {module for module in dispatched if not module.startswith(("launcher", "conf"))}
-    assert others >= {"analysis.report", "evaluation.cli", "dataprep.cli", "models.stats.cli"}
+    others = {module for module in dispatched if not module.startswith(("hpml.launcher", "hpml.conf"))}
+    assert others >= {"hpml.analysis.report", "hpml.evaluation.cli", "hpml.dataprep.cli", "hpml.models.stats.cli"}
     assert not (REPO / "launcher" / "model_stats_cli.py").exists()
     for path in (REPO / "launcher").glob("*.py"):
-        assert not [m for m in imported_modules(path) if m.split(".")[0] == "workloads"], path
+        assert not [m for m in imported_modules(path) if m.startswith("hpml.workloads")], path
 
 
 @pytest.mark.parametrize("args, says", [

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conf.schema import HpmlConfig, config_from_dict
-from conf.validation import ConfigValueError
-from conf.workload_contract import Scaling
+from hpml.conf.schema import HpmlConfig, config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload_contract import Scaling
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "conf" / "experiment"
 PRESETS = sorted(p.relative_to(EXPERIMENTS).with_suffix("").as_posix() for p in EXPERIMENTS.rglob("*.yaml"))
@@ -145,7 +145,7 @@ def test_the_preflight_asks_the_model_whether_it_takes_the_images(compose_values
 
 
 def test_a_model_name_of_thousands_of_characters_is_cut_in_its_line(compose_values):
-    from conf.torchvision_models import model_problem
+    from hpml.conf.torchvision_models import model_problem
 
     problem = model_problem("x" * 5000)
     assert problem.startswith("workload.model='" + "x" * 79 + "...(5002 characters): neither one of hpml's models")

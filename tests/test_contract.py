@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from contract.collectives import algbw_GBps, bus_factor, busbw_GBps
-from contract.jsonio import read_json, utc_now, write_json_atomic
-from contract.result_format import MAX_REASON_CHARS, reason_line, timed_epoch_indices, timed_values
-from contract.sweep_layout import point_dir, point_number
+from hpml.contract.collectives import algbw_GBps, bus_factor, busbw_GBps
+from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
+from hpml.contract.result_format import MAX_REASON_CHARS, reason_line, timed_epoch_indices, timed_values
+from hpml.contract.sweep_layout import point_dir, point_number
 
 
 @pytest.mark.parametrize("collective, n, factor", [
@@ -81,9 +81,9 @@ def test_a_failed_write_keeps_the_old_file(tmp_path):
 
 
 def test_contract_imports_only_the_standard_library():
-    code = ("import sys, contract.collectives, contract.jsonio, contract.result_format, contract.result_schema, "
-            "contract.sweep_layout; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in "
+    code = ("import sys, hpml.contract.collectives, hpml.contract.jsonio, hpml.contract.result_format, "
+            "hpml.contract.result_schema, hpml.contract.sweep_layout; "
+            "bad = [m for m in sys.modules if m.removeprefix('hpml.').split('.')[0] in "
             "('conf', 'launcher', 'workloads', 'analysis', 'torch', 'pandas', 'omegaconf', 'hydra')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],

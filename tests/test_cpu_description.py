@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workloads.common.cpu import describe_cpu, parse_cpuinfo
+from hpml.workloads.common.cpu import describe_cpu, parse_cpuinfo
 
 # Two processors of a /proc/cpuinfo, abridged: the first one's lines are taken
 EPYC_AVX2_ONLY = """processor\t: 0

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from workloads.cuda_vecadd.__main__ import WrongSum, check_sums, summarize
-from workloads.cuda_vecadd.build_cache import build, cache_key, cache_root
-from workloads.cuda_vecadd.cpu_path import build_cpu, cpu_request, run_cpu
-from workloads.cuda_vecadd.nvrtc_path import THREADS_PER_BLOCK, blocks_for
-from workloads.cuda_vecadd.programs import CPU_PROGRAM, HOST_HEADER, KERNELS_DIR
+from hpml.workloads.cuda_vecadd.__main__ import WrongSum, check_sums, summarize
+from hpml.workloads.cuda_vecadd.build_cache import build, cache_key, cache_root
+from hpml.workloads.cuda_vecadd.cpu_path import build_cpu, cpu_request, run_cpu
+from hpml.workloads.cuda_vecadd.nvrtc_path import THREADS_PER_BLOCK, blocks_for
+from hpml.workloads.cuda_vecadd.programs import CPU_PROGRAM, HOST_HEADER, KERNELS_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 C_COMPILER = shutil.which("c++") or shutil.which("g++")
@@ -142,7 +142,7 @@ def test_the_cache_root_follows_the_environment(tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_nvcc_compiles_the_host_program_for_sm_90(tmp_path):
-    from workloads.cuda_vecadd.nvcc_path import build_nvcc
+    from hpml.workloads.cuda_vecadd.nvcc_path import build_nvcc
 
     built = build_nvcc("sm_90", tmp_path)
     assert built.record["path"] == "nvcc" and built.record["arch"] == "sm_90"
@@ -167,7 +167,7 @@ def test_the_package_ships_every_source_the_builds_read():
     """setup.cfg's package_data patterns (relative to the workloads package) match every kernel source."""
     parser = configparser.ConfigParser()
     parser.read(REPO / "setup.cfg")
-    patterns = [p.strip() for p in parser["options.package_data"]["workloads"].split(",")]
+    patterns = [p.strip() for p in parser["options.package_data"]["hpml.workloads"].split(",")]
     sources = [p for p in KERNELS_DIR.iterdir() if p.is_file()]
     assert {p.suffix for p in sources} == {".h", ".cu", ".cpp"}
     for source in sources:
@@ -177,7 +177,7 @@ def test_the_package_ships_every_source_the_builds_read():
 
 
 def test_the_nvrtc_paths_inputs_are_the_c_programs_pattern():
-    from workloads.cuda_vecadd.nvrtc_path import Inputs, count_mismatches, poison
+    from hpml.workloads.cuda_vecadd.nvrtc_path import Inputs, count_mismatches, poison
 
     inputs = Inputs(2000)
     assert (inputs.a[999], inputs.a[1000], inputs.a[1001]) == (499.5, 0.0, 0.5)  # (i % 1000) / 2

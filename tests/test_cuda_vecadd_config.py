@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from conf.workload.cuda_vecadd import BuildPath, LaunchShape, MemoryMode, gpu_build_path, host_cxx
-from contract.vecadd_format import copy_GBps, kernel_GBps, repetition_totals
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.cuda_vecadd import BuildPath, LaunchShape, MemoryMode, gpu_build_path, host_cxx
+from hpml.contract.vecadd_format import copy_GBps, kernel_GBps, repetition_totals
 
 GPU_POINT = ["experiment=cuda_vecadd", "cluster.assume_gpus=1"]
 

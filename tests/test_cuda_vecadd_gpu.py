@@ -39,8 +39,8 @@ def check_grid(run, mismatches_per_rep: int) -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_nvcc_path_runs_every_case_with_the_sum_checked(tmp_path):
-    from workloads.cuda_vecadd.__main__ import gpu_arch
-    from workloads.cuda_vecadd.nvcc_path import build_nvcc, cuda_arguments, run_nvcc
+    from hpml.workloads.cuda_vecadd.__main__ import gpu_arch
+    from hpml.workloads.cuda_vecadd.nvcc_path import build_nvcc, cuda_arguments, run_nvcc
 
     built = build_nvcc(gpu_arch(torch.device("cuda:0")), tmp_path)
     arguments = cuda_arguments(0, SIZES, SHAPES, MODES, repetitions=2, one_thread_repetitions=1, warmup=1)
@@ -50,8 +50,8 @@ def test_the_nvcc_path_runs_every_case_with_the_sum_checked(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="needs CuPy")
 def test_the_nvrtc_path_runs_the_same_kernels_with_the_sum_checked(tmp_path):
-    from workloads.cuda_vecadd.__main__ import gpu_arch
-    from workloads.cuda_vecadd.nvrtc_path import NvrtcGrid, build_nvrtc
+    from hpml.workloads.cuda_vecadd.__main__ import gpu_arch
+    from hpml.workloads.cuda_vecadd.nvrtc_path import NvrtcGrid, build_nvrtc
 
     arch = gpu_arch(torch.device("cuda:0"))
     built = build_nvrtc(arch, tmp_path)

@@ -9,8 +9,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from analysis.cuda_vecadd.sections import ms_text, version_line
-from analysis.report import main as report_main
+from hpml.analysis.cuda_vecadd.sections import ms_text, version_line
+from hpml.analysis.report import main as report_main
 from tests.factories import envelope, write_result
 
 H200_PEAK = {"key": "h200_sxm", "name": "NVIDIA H200 SXM 141GB", "memory_GBps": 4800.0, "source": "datasheet",

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT
-from launcher.resume import BUSY
-from launcher.status import RUNNER_GONE, current_states
+from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT
+from hpml.launcher.resume import BUSY
+from hpml.launcher.status import RUNNER_GONE, current_states
 from tests.factories import envelope
 
 DEEP = "[" * 100_000 + "]" * 100_000

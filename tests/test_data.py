@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from conf.schema import config_from_dict
-from conf.workload.train import Dataset, data_problem
-from workloads.train.data import build_dataset
+from hpml.conf.schema import config_from_dict
+from hpml.conf.workload.train import Dataset, data_problem
+from hpml.workloads.train.data import build_dataset
 
 
 def write_cifar10(root, per_batch: int = 20):

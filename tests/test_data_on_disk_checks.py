@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conf.schema import config_from_dict
-from conf.data_on_disk import CIFAR10_FILES
-from launcher.errors import one_line
-from launcher.preflight import config_problems
+from hpml.conf.data_on_disk import CIFAR10_FILES
+from hpml.conf.schema import config_from_dict
+from hpml.launcher.errors import one_line
+from hpml.launcher.preflight import config_problems
 
 
 def cifar10_folder(root: Path, classes: int = 10, damaged: bool = False) -> Path:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from conf.workload.dataloader import DataloaderConfig, LoaderDataset
-from conf.workload.train import DataPlacement
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.dataloader import DataloaderConfig, LoaderDataset
+from hpml.conf.workload.train import DataPlacement
 
 CPU = ["experiment=dataloader_workers_cpu", "workload.data_root=/data/digits"]
 

@@ -10,10 +10,10 @@ import os
 import pytest
 import torch
 
-from conf.schema import config_from_dict
-from contract.sweep_layout import RESULT_FILE, point_dir
-from workloads.common.distributed import DistContext
-from workloads.dataloader.sources import device_epochs, host_loader, loader_settings
+from hpml.conf.schema import config_from_dict
+from hpml.contract.sweep_layout import RESULT_FILE, point_dir
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.dataloader.sources import device_epochs, host_loader, loader_settings
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -56,7 +56,7 @@ def test_a_gpu_point_records_an_epoch_phase_per_epoch(tmp_path, hpml_in, digits_
     result = json.loads((folder / RESULT_FILE).read_text())
     assert result["status"] == "ok", result["reason"]
     assert result["measurements"]["loader"]["pin_memory"] is True and result["measurements"]["device_type"] == "cuda"
-    from workloads.common.telemetry.sidecar import read_sidecar
+    from hpml.workloads.common.telemetry.sidecar import read_sidecar
 
     epochs = [p for p in read_sidecar(folder / "telemetry.node0.json.gz")["phases"] if p["name"] == "epoch"]
     assert [(p["index"], p["timed"], p["samples"]) for p in epochs] == [(0, False, 1280), (1, True, 1280),

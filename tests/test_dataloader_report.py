@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from analysis.report import build_report, write_report
+from hpml.analysis.report import build_report, write_report
 from tests.factories import write_result
 from tests.factories.dataloader import dataloader_result
 

@@ -11,13 +11,13 @@ import pytest
 import torch
 import torchvision.transforms as T
 
-from analysis.report import build_report
-from conf.schema import config_from_dict
-from contract.sweep_layout import RESULT_FILE, point_dir
-from workloads.common.distributed import DistContext
-from workloads.dataloader.__main__ import measure
-from workloads.dataloader.epochs import EpochLog, run_epoch
-from workloads.dataloader.sources import device_epochs, host_loader
+from hpml.analysis.report import build_report
+from hpml.conf.schema import config_from_dict
+from hpml.contract.sweep_layout import RESULT_FILE, point_dir
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.dataloader.__main__ import measure
+from hpml.workloads.dataloader.epochs import EpochLog, run_epoch
+from hpml.workloads.dataloader.sources import device_epochs, host_loader
 from tests.test_train_workload_parts import gloo_world_of_one  # noqa: F401 (a fixture)
 
 CPU = torch.device("cpu")

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from torchvision.datasets import ImageFolder
 
-from dataprep.digits_cifar import DataError
-from dataprep.digits_loader_data import repeated
-from launcher.cli import main as hpml
-from workloads.train.data import local_cifar10
+from hpml.dataprep.digits_cifar import DataError
+from hpml.dataprep.digits_loader_data import repeated
+from hpml.launcher.cli import main as hpml
+from hpml.workloads.train.data import local_cifar10
 
 TRAIN, TEST = 1438, 359
 

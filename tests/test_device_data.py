@@ -4,7 +4,6 @@ ranks, and the refusal of splits that do not fit."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 
 import pytest
@@ -12,11 +11,20 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from conf.schema import config_from_dict
-from workloads.common.distributed import DistContext
-from workloads.train.augment import (AugmentSpec, Normalization, augment_batch, crop_at, cutout, holes_mask,
-                                     normalize, random_crop, random_flip)
-from workloads.train.device_data import DeviceEpochs, DeviceHeldOut, HostSplit, decode_split, fit_problem
+from hpml.conf.schema import config_from_dict
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train.augment import (
+    AugmentSpec,
+    Normalization,
+    augment_batch,
+    crop_at,
+    cutout,
+    holes_mask,
+    normalize,
+    random_crop,
+    random_flip,
+)
+from hpml.workloads.train.device_data import DeviceEpochs, DeviceHeldOut, HostSplit, decode_split, fit_problem
 from tests.test_data import write_cifar10
 
 CPU = torch.device("cpu")
@@ -192,7 +200,7 @@ def test_cifar10_is_decoded_once_as_uint8_in_torchvisions_layout(tmp_path, compo
     write_cifar10(tmp_path)
     cfg = config_from_dict(compose_values(["workload.dataset=cifar10", f"workload.data_root={tmp_path}"])).workload
     train = decode_split(cfg, cfg.dataset, train=True)
-    from workloads.train.data import local_cifar10
+    from hpml.workloads.train.data import local_cifar10
 
     reference = local_cifar10(str(tmp_path), transform=None)
     assert train.images.shape == (100, 3, 32, 32) and train.images.dtype == torch.uint8
@@ -212,7 +220,7 @@ def test_splits_too_large_for_the_stated_share_are_refused_in_one_line_naming_th
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_on_a_gpu_the_batches_are_the_cpus_order_and_the_data_phase_is_device_time(compose_values):
-    from workloads.train.phases import CUDA_DEVICE_DATA_METHOD, PhaseClock
+    from hpml.workloads.train.phases import CUDA_DEVICE_DATA_METHOD, PhaseClock
 
     cfg = train_cfg(compose_values, "workload.augment=true", "workload.cutout_holes=1", "workload.cutout_size=4")
     gpu = DistContext(rank=0, local_rank=0, world_size=1, device=torch.device("cuda", 0), backend="nccl")
@@ -250,7 +258,7 @@ def test_on_a_gpu_the_batches_are_the_cpus_order_and_the_data_phase_is_device_ti
     (["workload.parallel=none", "resources.nodes=2"], "is not allowed: 1 on 1 node when workload.parallel=none"),
 ])
 def test_every_new_key_refuses_bad_values_naming_the_key(compose_values, overrides, message):
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     with pytest.raises(ConfigValueError) as caught:
         config_from_dict(compose_values(overrides))
@@ -306,7 +314,7 @@ def test_an_image_folder_fills_one_tensor_equal_to_stacking_the_decoded_images(t
 
 
 def test_the_host_path_applies_cutout_after_normalization(tmp_path, compose_values):
-    from workloads.train.data import build_dataset
+    from hpml.workloads.train.data import build_dataset
 
     write_cifar10(tmp_path)
     cfg = config_from_dict(compose_values(["workload.dataset=cifar10", f"workload.data_root={tmp_path}",

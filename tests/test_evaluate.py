@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
-from evaluation.accuracy import batch_size
-from evaluation.models import check_saved
-from launcher.cli import main as hpml
-from models.build import build_classifier
+from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
+from hpml.evaluation.accuracy import batch_size
+from hpml.evaluation.models import check_saved
+from hpml.launcher.cli import main as hpml
+from hpml.models.build import build_classifier
 from tests.evaluate_study import H100, H200, evaluate_error, left_out, no_hang, save_model
 
 
@@ -162,9 +162,9 @@ def test_the_rebuild_is_the_train_workloads_model():
 def test_cuda_scores_what_the_cpu_scores(evaluate_study):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    from evaluation.accuracy import score
-    from evaluation.images import class_folders, dataset
-    from evaluation.models import load_saved, rebuild
+    from hpml.evaluation.accuracy import score
+    from hpml.evaluation.images import class_folders, dataset
+    from hpml.evaluation.models import load_saved, rebuild
 
     sweep, images = evaluate_study
     saved = load_saved(sweep / "points" / "2" / MODEL_FILE, sweep)

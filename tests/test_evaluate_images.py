@@ -13,8 +13,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from evaluation.images import ImageFolderError, class_folders
-from launcher.cli import main as hpml
+from hpml.evaluation.images import ImageFolderError, class_folders
+from hpml.launcher.cli import main as hpml
 from tests.evaluate_study import CLASSES, evaluate_error, gray, left_out, no_hang
 from tests.test_output_folders import as_an_unprivileged_user
 

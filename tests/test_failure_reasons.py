@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.failure_reason import failure_reason
+from hpml.launcher.failure_reason import failure_reason
 from tests.conftest import run_hpml
 from tests.sweep_processes import start_launch, state, status_rows, sweep_of, wait_for, worker_pids
 
@@ -94,9 +94,9 @@ def requeue_job(tmp_path: Path, scontrol_body: str):
     """A PointJob whose run() is interrupted by submitit's requeue (`scontrol requeue <id>` through check_call, as
     submitit's SlurmJobEnvironment._requeue runs it), with an `scontrol` on PATH that does what `scontrol_body`
     says; checkpoint() has written state "requeued" first, as submitit calls it before requeueing."""
-    from conf.schema import ClusterKind
-    from launcher.jobspec import JobSpec, ResourceShape
-    from launcher.point_job import PointJob
+    from hpml.conf.schema import ClusterKind
+    from hpml.launcher.jobspec import JobSpec, ResourceShape
+    from hpml.launcher.point_job import PointJob
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conf.hardware.gpu_peaks import DTYPES, PCIE_X16_GBPS, PEAKS, GpuPeaks, peaks_by_key, peaks_for_device
-from contract.rates import GBps, matmul_flops, tflops_per_s
+from hpml.conf.hardware.gpu_peaks import DTYPES, PCIE_X16_GBPS, PEAKS, GpuPeaks, peaks_by_key, peaks_for_device
+from hpml.contract.rates import GBps, matmul_flops, tflops_per_s
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,8 +18,13 @@ import torch.multiprocessing as mp
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from workloads.synthetic.horovod_style import (MB, DistributedOptimizer, broadcast_optimizer_state,
-                                               broadcast_parameters, plan_buckets)
+from hpml.workloads.synthetic.horovod_style import (
+    MB,
+    DistributedOptimizer,
+    broadcast_optimizer_state,
+    broadcast_parameters,
+    plan_buckets,
+)
 
 WORLD = 2
 STEPS = 4

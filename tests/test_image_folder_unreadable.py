@@ -16,11 +16,11 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
-from conf import data_on_disk
-from conf.schema import config_from_dict
-from launcher.preflight import config_problems
-from workloads.common.worker import one_line_reason
-from workloads.train.image_files import UnreadableImage
+from hpml.conf import data_on_disk
+from hpml.conf.schema import config_from_dict
+from hpml.launcher.preflight import config_problems
+from hpml.workloads.common.worker import one_line_reason
+from hpml.workloads.train.image_files import UnreadableImage
 
 CLASSES, PER_CLASS = ("a", "b"), 6
 
@@ -228,7 +228,7 @@ def assert_one_line_naming(error: BaseException, path: Path) -> None:
 
 @pytest.mark.parametrize("loader_workers", [0, 1])
 def test_the_train_host_path_names_the_file(damaged_after_launch, loader_workers):
-    from workloads.train.data import build_dataset
+    from hpml.workloads.train.data import build_dataset
 
     cfg, path = damaged_after_launch(train_overrides)
     loader = DataLoader(build_dataset(cfg, seed=0), batch_size=4, num_workers=loader_workers)
@@ -238,7 +238,7 @@ def test_the_train_host_path_names_the_file(damaged_after_launch, loader_workers
 
 
 def test_the_train_held_out_split_names_the_file(damaged_after_launch):
-    from workloads.train.evaluation import held_out_dataset
+    from hpml.workloads.train.evaluation import held_out_dataset
 
     cfg, path = damaged_after_launch(lambda root: train_overrides(root, "workload.eval_every=1"), split="val")
     with pytest.raises(UnreadableImage) as failed:
@@ -247,7 +247,7 @@ def test_the_train_held_out_split_names_the_file(damaged_after_launch):
 
 
 def test_the_train_device_path_names_the_file(damaged_after_launch):
-    from workloads.train.device_data import decode_split
+    from hpml.workloads.train.device_data import decode_split
 
     cfg, path = damaged_after_launch(lambda root: train_overrides(root, "workload.data_placement=device"))
     with pytest.raises(UnreadableImage) as failed:
@@ -256,8 +256,8 @@ def test_the_train_device_path_names_the_file(damaged_after_launch):
 
 
 def test_the_dataloader_host_path_names_the_file(damaged_after_launch):
-    from workloads.common.distributed import DistContext
-    from workloads.dataloader.sources import host_loader
+    from hpml.workloads.common.distributed import DistContext
+    from hpml.workloads.dataloader.sources import host_loader
 
     cfg, path = damaged_after_launch(lambda root: dataloader_overrides(root, "workload.loader_workers=1"))
     ctx = DistContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"), backend="gloo")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.stats.inception import INCEPTION_3A, compare
+from hpml.models.stats.inception import INCEPTION_3A, compare
 
 NAIVE = 1024 * 256 * (64 + 9 * 128 + 25 * 32)
 REDUCED = 1024 * (256 * 64 + 256 * 96 + 96 * 9 * 128 + 256 * 16 + 16 * 25 * 32 + 256 * 32)

@@ -12,7 +12,16 @@ import time
 import pytest
 
 from tests.conftest import run_hpml
-from tests.sweep_processes import digest, processes_of, start_launch, state, status_rows, sweep_of, wait_for, worker_pids
+from tests.sweep_processes import (
+    digest,
+    processes_of,
+    start_launch,
+    state,
+    status_rows,
+    sweep_of,
+    wait_for,
+    worker_pids,
+)
 
 # Signals and bounds in seconds: alone on the machine, after tests/run.sh's parallel pass
 pytestmark = pytest.mark.serial

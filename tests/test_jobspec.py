@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conf.schema import config_from_dict
-from launcher.jobspec import group_by_shape, jobspec_of
+from hpml.conf.schema import config_from_dict
+from hpml.launcher.jobspec import group_by_shape, jobspec_of
 
 
 def spec(compose_values, point, overrides):

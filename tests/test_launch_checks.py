@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from hpml.launcher.local_preflight import PER_CORE, machine_cores, visible_gpus
 from tests.conftest import run_hpml
-from launcher.local_preflight import PER_CORE, machine_cores, visible_gpus
 
 CORES = machine_cores()
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # a real mask: the machine shows no GPU, whatever it has
@@ -104,7 +104,7 @@ def test_multirun_flag_is_accepted_anywhere(tmp_path):
 def test_help_lists_no_internal_schema(tmp_path):
     done = run_hpml(["launch", "--help"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    from conf.workload import WORKLOAD_SCHEMAS
+    from hpml.conf.workload import WORKLOAD_SCHEMAS
 
     assert f"workload: {', '.join(sorted(WORKLOAD_SCHEMAS))}" in done.stdout  # every registered one, no schema
     assert "cluster: local, slurm" in done.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.results import load_results
+from hpml.analysis.results import load_results
 
 
 def only_sweep_dir(root: Path) -> Path:
@@ -158,9 +158,9 @@ def test_the_local_wait_ends_when_a_point_ends_not_a_poll_later(tmp_path, monkey
     stand in for submitit's jobs here: each ends 0.3 s after it starts."""
     import time
 
-    from conf.schema import ClusterKind
-    from launcher import local_runner
-    from launcher.jobspec import JobSpec, ResourceShape
+    from hpml.conf.schema import ClusterKind
+    from hpml.launcher import local_runner
+    from hpml.launcher.jobspec import JobSpec, ResourceShape
 
     class Job:
         job_id = "0"

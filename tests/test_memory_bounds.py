@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from conf.limits import MAX_BUFFER_BYTES, MAX_CLASSES
-from conf.schema import config_from_dict
-from launcher.errors import one_line
+from hpml.conf.limits import MAX_BUFFER_BYTES, MAX_CLASSES
+from hpml.conf.schema import config_from_dict
+from hpml.launcher.errors import one_line
 
 TIB = 2 ** 40
 INPUT_BATCH = "workload.batch_size x 3 x workload.image_size^2 x 4 bytes="

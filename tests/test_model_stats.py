@@ -1,4 +1,4 @@
-"""models.stats: per-layer counts against published numbers (torchvision's metadata and the literal values
+"""hpml.models.stats: per-layer counts against published numbers (torchvision's metadata and the literal values
 of the FLOPs facts in DESIGN.md) and hand-computed VGG19 rows; the leaf-call naming the PALEO workload shares.
 Everything runs on the meta device: the whole file takes seconds."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 import torchvision
 
-from models.stats.counting import model_stats
-from models.stats.layers import layer_rows, leaf_calls, meta_model
+from hpml.models.stats.counting import model_stats
+from hpml.models.stats.layers import layer_rows, leaf_calls, meta_model
 
 # name: (parameters with biases, published MACs in G): DESIGN.md "FLOPs", torchvision's model docs
 PUBLISHED = {"alexnet": (61_100_840, 0.714), "vgg16": (138_357_544, 15.47), "vgg19": (143_667_240, 19.63),

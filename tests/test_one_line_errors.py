@@ -1,4 +1,4 @@
-"""launcher.errors.one_line: whatever layer raised a config error, the user reads one line that names the
+"""hpml.launcher.errors.one_line: whatever layer raised a config error, the user reads one line that names the
 key. Real exceptions from OmegaConf, Hydra's own exception type and hpml's check, in and out of chains."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hydra.errors import MissingConfigException
 from omegaconf import OmegaConf
 
-from conf.validation import ConfigValueError
-from launcher.errors import one_line
+from hpml.conf.validation import ConfigValueError
+from hpml.launcher.errors import one_line
 
 
 @dataclass
@@ -114,8 +114,8 @@ GRAMMAR_ERRORS = [
 
 
 def launch_refusal(*args: str) -> str:
-    from launcher.errors import LaunchError
-    from launcher.launch import checked_arguments, plan_sweep
+    from hpml.launcher.errors import LaunchError
+    from hpml.launcher.launch import checked_arguments, plan_sweep
 
     with pytest.raises(LaunchError) as refused:
         plan_sweep(checked_arguments(["-m", "resources.workers_per_node=1,2", *args]))

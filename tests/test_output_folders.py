@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.folders import empty_path_problem, folder_problem
+from hpml.contract.folders import empty_path_problem, folder_problem
 
 REPO = Path(__file__).resolve().parent.parent
 A_SWEEP = REPO / "docs/results/training_techniques/2026-11-25_15-37-57_profile_h100"
@@ -106,7 +106,7 @@ def test_a_sweep_root_under_a_file_is_one_line_before_anything_is_written(tmp_pa
 
 
 def test_a_report_folder_that_cannot_be_read_says_so_not_that_it_holds_no_result():
-    from analysis.report import ReportError, build_report
+    from hpml.analysis.report import ReportError, build_report
 
     base = Path(tempfile.mkdtemp(prefix="hpml-folders-"))  # not under pytest's 0700 folder: nobody must reach it
     try:

@@ -12,16 +12,16 @@ from dataclasses import replace
 import pytest
 import torch
 
-from conf.hardware.gpu_peaks import peaks_for_device
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from conf.dtypes import DType
-from conf.workload.paleo import PaleoConfig
-from contract.sweep_layout import RESULT_FILE, point_dir
-from models.build import build_classifier
-from models.stats.layers import layer_rows
-from workloads.paleo.__main__ import configure_backends, measure, peak_dtype
-from workloads.paleo.timing import CallOrderChanged, LayerTimes, check_call_order, run_rounds, time_layers
+from hpml.conf.dtypes import DType
+from hpml.conf.hardware.gpu_peaks import peaks_for_device
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.paleo import PaleoConfig
+from hpml.contract.sweep_layout import RESULT_FILE, point_dir
+from hpml.models.build import build_classifier
+from hpml.models.stats.layers import layer_rows
+from hpml.workloads.paleo.__main__ import configure_backends, measure, peak_dtype
+from hpml.workloads.paleo.timing import CallOrderChanged, LayerTimes, check_call_order, run_rounds, time_layers
 
 TINY = dict(name="paleo", device="auto", backend="auto", model="hpml_cnn", num_classes=10, image_size=32,
             batch_size=2, dtype=DType.float32, tf32=False, channels_last=False, cudnn_benchmark=True,

@@ -6,9 +6,17 @@ import math
 
 import pytest
 
-from analysis.paleo.model import (achieved_ppp, compute_time_s, memory_bytes, memory_time_s, predicted_time_s, ratio,
-                                  relative_error, time_per_image_s)
-from conf.hardware.gpu_peaks import peaks_by_key
+from hpml.analysis.paleo.model import (
+    achieved_ppp,
+    compute_time_s,
+    memory_bytes,
+    memory_time_s,
+    predicted_time_s,
+    ratio,
+    relative_error,
+    time_per_image_s,
+)
+from hpml.conf.hardware.gpu_peaks import peaks_by_key
 
 
 def test_memory_bytes_reads_inputs_and_parameters_once_and_writes_the_output_once():

@@ -9,8 +9,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from analysis.report import main as report_main
-from conf.hardware.gpu_peaks import peaks_by_key
+from hpml.analysis.report import main as report_main
+from hpml.conf.hardware.gpu_peaks import peaks_by_key
 from tests.factories import envelope, write_result
 
 N = 8192  # the matmul: 2 * 8192^3 = 1,099,511,627,776 FLOPs

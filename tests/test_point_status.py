@@ -12,10 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from launcher.manifest import read_manifest
-from launcher.progress import ProgressPrinter
-from launcher.status import (RUNNER_GONE, PointState, combine, job_log_tail, local_jobs, point_states,
-                             process_alive, progress_line, state_from_files, status_table, summary_counts)
+from hpml.launcher.backends.local import LocalBackend
+from hpml.launcher.manifest import read_manifest
+from hpml.launcher.progress import ProgressPrinter
+from hpml.launcher.scheduler_state import process_alive
+from hpml.launcher.status import (
+    RUNNER_GONE,
+    PointState,
+    combine,
+    job_log_tail,
+    point_states,
+    progress_line,
+    state_from_files,
+    status_table,
+    summary_counts,
+)
 from tests.factories import envelope
 
 LOST = "the scheduler no longer knows this job and it left no result"
@@ -153,6 +164,7 @@ def test_progress_line_and_status_table():
 
 
 def test_local_jobs_are_lost_only_once_their_launch_is_gone():
+    local_jobs = LocalBackend().job_states
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                            text=True, check=True)
     gone = int(ended.stdout)
@@ -188,7 +200,7 @@ def test_an_exited_but_unreaped_process_is_not_alive():
     import subprocess
     import time
 
-    from launcher.scheduler_state import is_zombie, process_alive
+    from hpml.launcher.scheduler_state import is_zombie, process_alive
 
     child = subprocess.Popen(["true"])
     for _ in range(200):  # wait until it has exited (it stays a zombie: nobody has waited for it yet)

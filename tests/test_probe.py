@@ -10,15 +10,15 @@ import math
 import pytest
 import torch
 
-from analysis.probe import sections
-from analysis.probe.tables import peak_rows, reference_rows
-from analysis.results import WorkloadResults
-from conf.hardware.gpu_peaks import PEAKS
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from conf.workload.probe import MATMUL_DTYPES
-from workloads.common import device_peaks
-from workloads.probe.__main__ import derive_device, summary_lines
+from hpml.analysis.probe import sections
+from hpml.analysis.probe.tables import peak_rows, reference_rows
+from hpml.analysis.results import WorkloadResults
+from hpml.conf.hardware.gpu_peaks import PEAKS
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.probe import MATMUL_DTYPES
+from hpml.workloads.common import device_peaks
+from hpml.workloads.probe.__main__ import derive_device, summary_lines
 
 CPU = torch.device("cpu")
 

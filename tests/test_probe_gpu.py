@@ -10,9 +10,9 @@ import statistics
 import pytest
 import torch
 
-from conf.hardware.gpu_peaks import peaks_for_device
-from contract.rates import GBps, tflops_per_s
-from workloads.common import device_peaks
+from hpml.conf.hardware.gpu_peaks import peaks_for_device
+from hpml.contract.rates import GBps, tflops_per_s
+from hpml.workloads.common import device_peaks
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

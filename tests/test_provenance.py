@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from hpml.workloads.common import provenance
 from tests.sweep_processes import worker_pids
-from workloads.common import provenance
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,7 +62,7 @@ def test_keep_checkpoint_keeps_it(hpml, tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker through /proc")
 def test_a_killed_point_keeps_its_checkpoint_for_resume(tmp_path):
     """SIGKILL of the worker after its first epoch checkpoint: the point fails and checkpoint.pt stays."""
-    launch = subprocess.Popen([sys.executable, "-m", "launcher.cli", "launch", "experiment=tiny/train",
+    launch = subprocess.Popen([sys.executable, "-m", "hpml.launcher.cli", "launch", "experiment=tiny/train",
                                "workload.epochs=200"], cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:

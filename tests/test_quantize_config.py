@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from conf.schema import config_from_dict
-from conf.workload.quantize import QuantDataset
-from contract.saved_model import SAVED_MODEL_FORMAT
-from launcher.errors import one_line
-from models.small_cnn import SmallCNN
-from workloads.quantize.float_model import loaded
-from workloads.quantize.plan import build_plan
+from hpml.conf.schema import config_from_dict
+from hpml.conf.workload.quantize import QuantDataset
+from hpml.contract.saved_model import SAVED_MODEL_FORMAT
+from hpml.launcher.errors import one_line
+from hpml.models.small_cnn import SmallCNN
+from hpml.workloads.quantize.float_model import loaded
+from hpml.workloads.quantize.plan import build_plan
 
 TINY = "experiment=tiny/quantize"
 

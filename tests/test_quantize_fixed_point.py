@@ -7,10 +7,22 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workloads.quantize.fixed_point import (QuantizationError, bias_scale, check_integer_range, clipped_count,
-                                            dequantize, fixed_point_multiplier, power_of_two_exponent, quantize,
-                                            quantize_bias, requantizer, rounding_divide, rounding_right_shift,
-                                            scale_from_range, value_range)
+from hpml.workloads.quantize.fixed_point import (
+    QuantizationError,
+    bias_scale,
+    check_integer_range,
+    clipped_count,
+    dequantize,
+    fixed_point_multiplier,
+    power_of_two_exponent,
+    quantize,
+    quantize_bias,
+    requantizer,
+    rounding_divide,
+    rounding_right_shift,
+    scale_from_range,
+    value_range,
+)
 
 
 def values(*xs: float) -> torch.Tensor:

@@ -9,15 +9,14 @@ import pytest
 import torch
 from torch import nn
 
-from models.hw5_cnn import HW5CNN
-from models.small_cnn import SmallCNN
-from workloads.quantize.calibration import calibration_activations, summary
-from workloads.quantize.fixed_point import quantize
-from workloads.quantize.integer_only import (Observed, int_conv2d, int_global_average, int_max_pool,
-                                             integer_forward)
-from workloads.quantize.plan import PlanError, build_plan, read_chain
-from workloads.quantize.quantized_net import ScaleRule, accumulator_bound, quantize_net
-from workloads.quantize.simulated import simulated_forward
+from hpml.models.hw5_cnn import HW5CNN
+from hpml.models.small_cnn import SmallCNN
+from hpml.workloads.quantize.calibration import calibration_activations, summary
+from hpml.workloads.quantize.fixed_point import quantize
+from hpml.workloads.quantize.integer_only import Observed, int_conv2d, int_global_average, int_max_pool, integer_forward
+from hpml.workloads.quantize.plan import PlanError, build_plan, read_chain
+from hpml.workloads.quantize.quantized_net import ScaleRule, accumulator_bound, quantize_net
+from hpml.workloads.quantize.simulated import simulated_forward
 
 POWER_OF_TWO = ScaleRule("maxabs", 3.0, power_of_two=True, per_channel_weights=False, requantize="fixed_point")
 PLAIN = ScaleRule("maxabs", 3.0, power_of_two=False, per_channel_weights=False, requantize="fixed_point")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.quantize.tables import bar_frame, stage_frame
-from contract.quantize_format import agreement, payload_bytes, top1
+from hpml.analysis.quantize.tables import bar_frame, stage_frame
+from hpml.contract.quantize_format import agreement, payload_bytes, top1
 
 # hw5_cnn's layers: weights 450 + 2,400 + 48,000 + 10,080 + 840 = 61,770; biases 6 + 16 + 120 + 84 + 10 = 236
 HW5 = [(6, 450), (16, 2400), (120, 48000), (84, 10080), (10, 840)]
@@ -70,7 +70,7 @@ def test_bars_compare_the_means():
 
 
 def test_the_cross_check_text_says_which_engine_why_and_on_which_cpu():
-    from analysis.quantize.sections import _torch_ao_text
+    from hpml.analysis.quantize.sections import _torch_ao_text
 
     ao = {"available": True, "reason": None, "engine": "qnnpack", "notes": [],
           "engine_reason": "qnnpack: x86, fbgemm, onednn saturate full-range int8 sums here (this CPU has no VNNI: "

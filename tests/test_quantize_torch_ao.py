@@ -17,13 +17,13 @@ import sys
 import pytest
 import torch
 
-from models.hw5_cnn import HW5CNN
-from workloads.quantize import torch_ao
-from workloads.quantize.calibration import calibration_activations
-from workloads.quantize.fixed_point import quantize
-from workloads.quantize.integer_only import integer_forward
-from workloads.quantize.plan import build_plan
-from workloads.quantize.quantized_net import ScaleRule, quantize_net
+from hpml.models.hw5_cnn import HW5CNN
+from hpml.workloads.quantize import torch_ao
+from hpml.workloads.quantize.calibration import calibration_activations
+from hpml.workloads.quantize.fixed_point import quantize
+from hpml.workloads.quantize.integer_only import integer_forward
+from hpml.workloads.quantize.plan import build_plan
+from hpml.workloads.quantize.quantized_net import ScaleRule, quantize_net
 
 REASON = torch_ao.unavailable("auto")
 # What fbgemm and oneDNN compute on a CPU without VNNI (ATen's own kernels too), forced on this one.

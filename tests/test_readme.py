@@ -129,7 +129,7 @@ def test_the_workers_import_the_code_the_cli_imports(user_run):
     """Even from a folder with a conf/ of its own (the user's presets), the workers ran hpml's checkout."""
     import json
 
-    import launcher
+    import hpml.launcher as launcher
 
     sweep, _ = user_run
     result = json.loads((sweep / "points" / "0" / "result.json").read_text())

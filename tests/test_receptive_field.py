@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from models.stats.counting import model_stats
-from models.stats.layers import layer_rows
-from models.stats.receptive_field import chain, model_receptive_fields, next_field, stacked_convs
+from hpml.models.stats.counting import model_stats
+from hpml.models.stats.layers import layer_rows
+from hpml.models.stats.receptive_field import chain, model_receptive_fields, next_field, stacked_convs
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 10])

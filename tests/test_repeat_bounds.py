@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from conf.limits import MAX_EPOCHS, MAX_REPEATS
-from conf.schema import config_from_dict
-from conf.workload import WORKLOAD_SCHEMAS
-from launcher.errors import one_line
+from hpml.conf.limits import MAX_EPOCHS, MAX_REPEATS
+from hpml.conf.schema import config_from_dict
+from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.launcher.errors import one_line
 
 REPEATS = {
     "allreduce": ["warmup_iters", "iters"],

@@ -9,16 +9,16 @@ import math
 
 import pytest
 
-from analysis.report import main as report_main
-from analysis.stats import difference_threshold, exceeds_spread
-from analysis.train import tables as tt
-from analysis.train.checks import training_result_checks
-from analysis.train.runs import PHASES, train_run
-from analysis.train.sections import phase_sections
-from analysis.tta.compare import hardware_comparison
-from analysis.tta.runs import tta_run
-from analysis.tta.sections import tta_sections
-from analysis.tta.tables import tta_table
+from hpml.analysis.report import main as report_main
+from hpml.analysis.stats import difference_threshold, exceeds_spread
+from hpml.analysis.train import tables as tt
+from hpml.analysis.train.checks import training_result_checks
+from hpml.analysis.train.runs import PHASES, train_run
+from hpml.analysis.train.sections import phase_sections
+from hpml.analysis.tta.compare import hardware_comparison
+from hpml.analysis.tta.runs import tta_run
+from hpml.analysis.tta.sections import tta_sections
+from hpml.analysis.tta.tables import tta_table
 from tests.factories import write_result
 from tests.factories.train import study_result
 from tests.test_tta_report import H100, H200, converging

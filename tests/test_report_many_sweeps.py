@@ -14,17 +14,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import figures
-from analysis.write_aside import TableQueue, WriteAsideError, write_aside, write_sections_aside
-from analysis.report import build_report, write_report
-from analysis.sections import MAX_FIGURES_PER_KIND, Figure, Section, Table, cap_figures
-from analysis.train.many import MAX_GROUP_TABLES
-from analysis.train.runs import train_run
+from hpml.analysis import figures
+from hpml.analysis.report import build_report, write_report
+from hpml.analysis.sections import MAX_FIGURES_PER_KIND, Figure, Section, Table, cap_figures
+from hpml.analysis.train.many import MAX_GROUP_TABLES
+from hpml.analysis.train.runs import train_run
+from hpml.analysis.write_aside import TableQueue, WriteAsideError, write_aside, write_sections_aside
 from tests.factories import write_manifest, write_result
 from tests.factories.train import study_result
 
 # analysis.train re-exports a function named `sections`, which hides the module of that name
-train_sections = importlib.import_module("analysis.train.sections")
+train_sections = importlib.import_module("hpml.analysis.train.sections")
 
 
 def sweeps_of_two_points(root: Path, count: int) -> None:
@@ -178,7 +178,7 @@ def profile_record(sweep: str, loop_time_s=(1.5, 1.0)) -> dict:
 
 
 def test_many_phase_profiles_share_one_table_of_one_timed_row_each_and_name_flagged_epochs():
-    from analysis.techniques.sections import profile_sections
+    from hpml.analysis.techniques.sections import profile_sections
 
     records = [profile_record(f"s{i:02d}") for i in range(MAX_GROUP_TABLES)]
     records.append(profile_record("s99", loop_time_s=(1.5, 0.7)))  # epoch 2's parts take 0.9 s of 0.7
@@ -205,13 +205,13 @@ def test_the_hpml_command_leaves_report_unfreed_with_its_exit_status_and_every_f
     import sys
 
     sweeps_of_two_points(tmp_path / "sweeps", 2)
-    done = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "sweeps"), "--out",
+    done = subprocess.run([sys.executable, "-m", "hpml.launcher.cli", "report", str(tmp_path / "sweeps"), "--out",
                            str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (tmp_path / "out" / "report.md").read_text()  # flushed in full before the exit
     assert done.stderr.strip().startswith("hpml: wrote ") and (tmp_path / "out" / "speedup.png").exists()
     assert len(csv_rows(tmp_path / "out" / "scaling.csv")) == 4
-    missing = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "nowhere")],
+    missing = subprocess.run([sys.executable, "-m", "hpml.launcher.cli", "report", str(tmp_path / "nowhere")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.startswith("hpml: error: ") and missing.stdout == ""
 

@@ -81,7 +81,7 @@ def redrawn(results: str, tmp_path: Path) -> Path:
     """A committed results tarball unpacked under tmp_path, its report redrawn by `hpml report` of this tree."""
     with tarfile.open(REPO / results) as archive:
         archive.extractall(tmp_path, filter="data")
-    done = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(tmp_path / "sweeps"), "--out",
+    done = subprocess.run([sys.executable, "-m", "hpml.launcher.cli", "report", str(tmp_path / "sweeps"), "--out",
                            str(tmp_path / "redrawn")], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     return tmp_path / "redrawn"

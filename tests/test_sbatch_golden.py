@@ -21,9 +21,9 @@ import pytest
 import submitit
 from submitit.slurm.slurm import _make_sbatch_string
 
-from conf.schema import ClusterKind
-from launcher.jobspec import ResourceShape
-from launcher.slurm import SIGNAL_DELAY_S, executor_parameters, jobs_folder
+from hpml.conf.schema import ClusterKind
+from hpml.launcher.jobspec import ResourceShape
+from hpml.launcher.slurm import SIGNAL_DELAY_S, executor_parameters, jobs_folder
 
 GOLDEN = Path(__file__).parent / "golden"
 SWEEP = Path("/sweeps/golden")

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from conf.schema import ClusterKind
-from launcher.jobspec import JobSpec, ResourceShape
-from launcher.scheduler_state import expand_array_id, parse_sacct, parse_squeue, point_state_of
-from launcher.slurm import DEFAULT_MAX_ARRAY_SIZE, max_array_size, parse_key_values
-from launcher.slurm_preflight import (gres_gpus, parse_scontrol_records, preflight, shape_problems,
-                                      time_limit_minutes)
-from launcher.slurm_requests import Gres, constraint_features, gpu_request, parse_gres, satisfies_constraint
+from hpml.conf.schema import ClusterKind
+from hpml.launcher.jobspec import JobSpec, ResourceShape
+from hpml.launcher.scheduler_state import expand_array_id, parse_sacct, parse_squeue, point_state_of
+from hpml.launcher.slurm import DEFAULT_MAX_ARRAY_SIZE, max_array_size, parse_key_values
+from hpml.launcher.slurm_preflight import (
+    gres_gpus,
+    parse_scontrol_records,
+    preflight,
+    shape_problems,
+    time_limit_minutes,
+)
+from hpml.launcher.slurm_requests import Gres, constraint_features, gpu_request, parse_gres, satisfies_constraint
 
 # --- sacct and squeue -------------------------------------------------------------------------------------
 

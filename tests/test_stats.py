@@ -6,9 +6,21 @@ import math
 
 import pytest
 
-from analysis.report import main as report_main
-from analysis.stats import (COMMON_VALUES, coefficient_of_variation, differing_labels, efficiency, labels_against_the_common,
-                            median_spread, natural_key, pooled, population_std, rate_speedup, sample_std, speedup)
+from hpml.analysis.report import main as report_main
+from hpml.analysis.stats import (
+    COMMON_VALUES,
+    coefficient_of_variation,
+    differing_labels,
+    efficiency,
+    labels_against_the_common,
+    median_spread,
+    natural_key,
+    pooled,
+    population_std,
+    rate_speedup,
+    sample_std,
+    speedup,
+)
 from tests.factories import envelope, write_result
 from tests.factories.train import train_result
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from analysis.registry import REPORTS, RESULT_CHECKS
-from analysis.report import build_report, write_report
-from contract.result_schema import validate_result
-from conf.schema import config_from_dict
-from conf.workload import WORKLOAD_SCHEMAS
-from contract.sweep_layout import RESULT_FILE, point_dir
-from workloads.common.cpu import SIMD_FLAGS
+from hpml.analysis.registry import REPORTS, RESULT_CHECKS
+from hpml.analysis.report import build_report, write_report
+from hpml.conf.schema import config_from_dict
+from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.contract.result_schema import validate_result
+from hpml.contract.sweep_layout import RESULT_FILE, point_dir
+from hpml.workloads.common.cpu import SIMD_FLAGS
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = sorted(WORKLOAD_SCHEMAS)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from launcher.sweep_lock import LOCK_FILE
-from launcher.status import current_states
+from hpml.launcher.status import current_states
+from hpml.launcher.sweep_lock import LOCK_FILE
 from tests.conftest import HPML, run_hpml
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.launch import plan_sweep
-from launcher.manifest import new_manifest
+from hpml.launcher.launch import plan_sweep
+from hpml.launcher.manifest import new_manifest
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def true_false_keys(values: dict, prefix: str = "") -> list:
 def test_every_true_false_key_refuses_a_number_other_than_0_or_1(in_tmp, compose_values):
     """OmegaConf turns any number into true for a bool field, so `workload.augment=5` ran as true; the class is
     every bool key, of every workload the quickstart composes and of the base config."""
-    from launcher.errors import LaunchError
+    from hpml.launcher.errors import LaunchError
 
     keys = true_false_keys(compose_values(["experiment=quickstart"]))
     assert {"workload.augment", "workload.pin_memory", "telemetry.enabled"} <= set(keys)
@@ -87,7 +87,7 @@ def test_every_true_false_key_refuses_a_number_other_than_0_or_1(in_tmp, compose
 
 
 def launch_refused(*argv: str) -> str:
-    from launcher.errors import LaunchError
+    from hpml.launcher.errors import LaunchError
 
     with pytest.raises(LaunchError) as refused:
         plan_sweep(list(argv))
@@ -122,7 +122,7 @@ def test_a_sweep_over_the_cap_is_refused_before_its_points_are_listed(in_tmp, mo
 def test_the_count_is_the_product_of_the_lists_and_the_cap_is_inclusive():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
     from hydra_plugins.hpml_sweeper.hpml_sweeper import MAX_POINTS, check_sweep_size, final_overrides, sweep_length
 
     parse = OverridesParser.create().parse_overrides

@@ -14,15 +14,15 @@ import pytest
 import torch
 import yaml
 
-from analysis.results import load_results
-from analysis.synthetic.runs import synthetic_runs
-from analysis.synthetic.tables import paired_table, protocol_table
-from conf.schema import config_from_dict
-from conf.validation import ConfigValueError
-from conf.workload.synthetic import NcclAlgo, SyntheticConfig
-from workloads.synthetic.nccl_algo import nccl_algo_value, set_nccl_algo
-from workloads.synthetic.protocol import horovod_numbers
-from workloads.synthetic.steps import ddp_bucket_cap_mb
+from hpml.analysis.results import load_results
+from hpml.analysis.synthetic.runs import synthetic_runs
+from hpml.analysis.synthetic.tables import paired_table, protocol_table
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.synthetic import NcclAlgo, SyntheticConfig
+from hpml.workloads.synthetic.nccl_algo import nccl_algo_value, set_nccl_algo
+from hpml.workloads.synthetic.protocol import horovod_numbers
+from hpml.workloads.synthetic.steps import ddp_bucket_cap_mb
 
 TINY = ["experiment=synthetic_horovod"]
 
@@ -126,7 +126,7 @@ def run_torchrun(values: dict, folder: Path, workers: int):
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(values, sort_keys=False))
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
-               "-m", "workloads.synthetic", "--config", str(config)]
+               "-m", "hpml.workloads.synthetic", "--config", str(config)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stdout + done.stderr

@@ -7,15 +7,27 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Optional, Sequence
 
 import pytest
 
-from analysis.report import main as report_main
-from analysis.stats import coefficient_of_variation, efficiency
-from analysis.synthetic.runs import horovod_summary, paired_ratios, paired_totals, rates_of, summed_rates, synthetic_runs
-from analysis.synthetic.tables import comparison_table, epoch_time_s, gpu_cost_usd, paired_table, protocol_table, scaling_table
-from tests.factories import write_result
+from hpml.analysis.report import main as report_main
+from hpml.analysis.stats import coefficient_of_variation, efficiency
+from hpml.analysis.synthetic.runs import (
+    horovod_summary,
+    paired_ratios,
+    paired_totals,
+    rates_of,
+    summed_rates,
+    synthetic_runs,
+)
+from hpml.analysis.synthetic.tables import (
+    comparison_table,
+    epoch_time_s,
+    gpu_cost_usd,
+    paired_table,
+    protocol_table,
+    scaling_table,
+)
 from tests.factories.synthetic import synthetic_result
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conf.schema import config_from_dict
-from launcher.preflight import config_problems
+from hpml.conf.schema import config_from_dict
+from hpml.launcher.preflight import config_problems
 
 TINY = "experiment=tiny/synthetic"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_slurm import slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass

@@ -14,14 +14,18 @@ import pytest
 import torch.distributed as dist
 import yaml
 
-from conf.schema import TelemetryConfig, config_from_dict
-from conf.validation import ConfigValueError
-from contract.result_schema import validate_result
-from contract.sweep_layout import RESULT_FILE, point_dir
-from workloads.common.telemetry import (DISABLED_REASON, NO_CUDA_REASON, NullTelemetry, start_telemetry,
-                                        telemetry_block)
-from workloads.common.worker import start_worker
-
+from hpml.conf.schema import TelemetryConfig, config_from_dict
+from hpml.conf.validation import ConfigValueError
+from hpml.contract.result_schema import validate_result
+from hpml.contract.sweep_layout import RESULT_FILE, point_dir
+from hpml.workloads.common.telemetry import (
+    DISABLED_REASON,
+    NO_CUDA_REASON,
+    NullTelemetry,
+    start_telemetry,
+    telemetry_block,
+)
+from hpml.workloads.common.worker import start_worker
 
 # --- config ------------------------------------------------------------------------------------------------
 

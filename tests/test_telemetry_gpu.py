@@ -29,9 +29,9 @@ SETTLE_S = 1.0  # utilization.gpu integrates over up to 1 s: samples that early 
 def run_phase(tmp_path, work, seconds):
     """Samples GPU 0 at 100 ms while `work` (launching ~`seconds` of kernels) runs inside one phase; the
     sidecar and the samples taken in the phase after SETTLE_S."""
-    from workloads.common.telemetry import start_sampling
-    from workloads.common.telemetry.nvml import NvmlReader
-    from workloads.common.telemetry.sidecar import read_sidecar
+    from hpml.workloads.common.telemetry import start_sampling
+    from hpml.workloads.common.telemetry.nvml import NvmlReader
+    from hpml.workloads.common.telemetry.sidecar import read_sidecar
 
     telemetry = start_sampling(NvmlReader(1), 100, cuda=True)
     time.sleep(0.3)  # a GPM baseline before the phase
@@ -115,9 +115,9 @@ def test_large_matrix_products_are_busy_by_both(tmp_path):
 def test_a_phase_ends_when_the_device_gets_there_not_when_the_host_leaves_it(tmp_path):
     """The host queues a ~1 s spin and leaves the phase at once; the phase's edges are where the device ran
     it, as CUDA events around the spin time it."""
-    from workloads.common.telemetry import start_sampling
-    from workloads.common.telemetry.nvml import NvmlReader
-    from workloads.common.telemetry.sidecar import read_sidecar
+    from hpml.workloads.common.telemetry import start_sampling
+    from hpml.workloads.common.telemetry.nvml import NvmlReader
+    from hpml.workloads.common.telemetry.sidecar import read_sidecar
 
     rate = cycles_per_second()
     telemetry = start_sampling(NvmlReader(1), 100, cuda=True)
@@ -174,8 +174,8 @@ def test_a_real_one_gpu_train_point_writes_a_sidecar_with_samples_and_phases_wit
     assert result["status"] == "ok", result["reason"]
     assert result["telemetry"] == {"status": "ok", "reason": None, "interval_ms": 100,
                                    "sidecars": ["telemetry.node0.json.gz"]}
-    from contract.result_schema import validate_result
-    from workloads.common.telemetry.sidecar import read_sidecar
+    from hpml.contract.result_schema import validate_result
+    from hpml.workloads.common.telemetry.sidecar import read_sidecar
 
     assert validate_result(result) == []
     doc = read_sidecar(folder / "telemetry.node0.json.gz")

@@ -11,19 +11,37 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.report import build_report
-from analysis.telemetry.plots import MAX_POINTS_PER_LINE, binned, timeline
-from analysis.telemetry.points import PointTelemetry, name_figures
-from analysis.telemetry.series import load_sidecar
-from analysis.telemetry.stats import (BUSY_UTIL_GPU_MIN, LOW_SM_ACTIVITY_MAX, Spread, spread, timed_energy,
-                                      under_occupied)
-from contract.sweep_layout import RESULT_FILE, point_dir
-from contract.telemetry_format import sidecar_name
+from hpml.analysis.report import build_report
+from hpml.analysis.telemetry.plots import MAX_POINTS_PER_LINE, binned, timeline
+from hpml.analysis.telemetry.points import PointTelemetry, name_figures
+from hpml.analysis.telemetry.series import load_sidecar
+from hpml.analysis.telemetry.stats import (
+    BUSY_UTIL_GPU_MIN,
+    LOW_SM_ACTIVITY_MAX,
+    Spread,
+    spread,
+    timed_energy,
+    under_occupied,
+)
+from hpml.contract.sweep_layout import RESULT_FILE, point_dir
+from hpml.contract.telemetry_format import sidecar_name
 from tests.conftest import run_hpml
 from tests.factories import write_result
-from tests.factories.telemetry import (GiB, PHASES, SERIES_A, UUID_A, UUID_B, columns, ok_block, one_point, read_csv,
-                                       render, result_with, sidecar_doc, write_sidecar)
-
+from tests.factories.telemetry import (
+    PHASES,
+    SERIES_A,
+    UUID_A,
+    UUID_B,
+    GiB,
+    columns,
+    ok_block,
+    one_point,
+    read_csv,
+    render,
+    result_with,
+    sidecar_doc,
+    write_sidecar,
+)
 
 # --- the numbers, against the hand-computed series ---
 
@@ -51,7 +69,7 @@ def test_energy_needs_every_timed_phase():
 
 
 def load_phases(phases):
-    from analysis.telemetry.series import _phase
+    from hpml.analysis.telemetry.series import _phase
     return [_phase(p, i) for i, p in enumerate(phases)]
 
 

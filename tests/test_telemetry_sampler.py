@@ -16,13 +16,14 @@ import time
 
 import pytest
 
-from contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_VERSION, sidecar_name
-from workloads.common.telemetry import NodeTelemetry
-from workloads.common.telemetry.buffer import SampleBuffer
-from workloads.common.telemetry.devices import NvmlDevice, match_ordinals, normalized_uuid
-from workloads.common.telemetry.phases import END, START, EdgeClock, PhaseLog, energy_j
-from workloads.common.telemetry.sampler import Sampler
-from workloads.common.telemetry.sidecar import read_sidecar
+from hpml.contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_VERSION, sidecar_name
+from hpml.workloads.common.telemetry import NodeTelemetry
+from hpml.workloads.common.telemetry.buffer import SampleBuffer
+from hpml.workloads.common.telemetry.devices import NvmlDevice, match_ordinals, normalized_uuid
+from hpml.workloads.common.telemetry.phases import END, START, EdgeClock, PhaseLog, energy_j
+from hpml.workloads.common.telemetry.sampler import Sampler
+from hpml.workloads.common.telemetry.sidecar import read_sidecar
+
 
 class ScriptedReader:
     """Two GPUs whose sample n reads util_gpu = 10 n (+1 on the second GPU), power 100.5 W, no GPM; each

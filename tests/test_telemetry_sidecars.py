@@ -12,12 +12,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.telemetry.series import SIDECAR_JSON_LIMIT, SidecarError, load_sidecar
-from analysis.telemetry.stats import timed_energy
-from contract.result_schema import validate_result
-from contract.telemetry_format import sidecar_name
-from tests.factories.telemetry import (PHASES, SERIES_A, UUID_A, UUID_B, columns, ok_block, read_csv, render,
-                                       result_with, sidecar_doc, write_sidecar)
+from hpml.analysis.telemetry.series import SIDECAR_JSON_LIMIT, SidecarError, load_sidecar
+from hpml.analysis.telemetry.stats import timed_energy
+from hpml.contract.result_schema import validate_result
+from hpml.contract.telemetry_format import sidecar_name
+from tests.factories.telemetry import (
+    PHASES,
+    SERIES_A,
+    UUID_A,
+    UUID_B,
+    columns,
+    ok_block,
+    read_csv,
+    render,
+    result_with,
+    sidecar_doc,
+    write_sidecar,
+)
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -62,7 +73,7 @@ def test_a_damaged_sidecar_is_one_line_never_a_crash(tmp_path, damage, message):
 
 def test_a_sidecar_that_decompresses_past_the_limit_is_refused(tmp_path, monkeypatch):
     """A small file that inflates past the limit (a gzip bomb, or a damaged file) is refused unread."""
-    monkeypatch.setattr("analysis.telemetry.series.SIDECAR_JSON_LIMIT", 1024 * 1024)
+    monkeypatch.setattr("hpml.analysis.telemetry.series.SIDECAR_JSON_LIMIT", 1024 * 1024)
     n = 200_000  # ~2.6 MB of JSON, ~10 kB gzip'd
     path = write_sidecar(tmp_path, sidecar_doc({UUID_A: columns(n, util_gpu=[50] * n)}))
     assert path.stat().st_size < 1024 * 1024
@@ -107,7 +118,8 @@ def test_two_nodes_share_one_clock_and_the_energy_needs_both(tmp_path):
 def test_a_sidecar_written_by_the_workers_writer_reads_back(tmp_path):
     """The contract from both sides: workloads/common/telemetry's writer (rounding, compact JSON, atomic
     write) and this reader agree on every number."""
-    from workloads.common.telemetry.sidecar import sidecar_document, write_sidecar as workers_write
+    from hpml.workloads.common.telemetry.sidecar import sidecar_document
+    from hpml.workloads.common.telemetry.sidecar import write_sidecar as workers_write
 
     a = columns(4, **dict(SERIES_A, power_w=[400.0004, 100.0, 200.0, 300.0]))
     gpus = sidecar_doc({UUID_A: a})["gpus"]
@@ -124,5 +136,5 @@ def test_a_sidecar_written_by_the_workers_writer_reads_back(tmp_path):
 def test_report_without_any_telemetry_reads_no_sidecar(tmp_path, monkeypatch):
     """A result whose block is not ok never opens a file, even one named beside it."""
     row = result_with(tmp_path, 0, dict(ok_block(), status="unavailable", reason="no CUDA device"))
-    monkeypatch.setattr("analysis.telemetry.points.load_sidecar", lambda path: pytest.fail("read a sidecar"))
+    monkeypatch.setattr("hpml.analysis.telemetry.points.load_sidecar", lambda path: pytest.fail("read a sidecar"))
     assert "GPU telemetry unavailable for 1 result(s): no CUDA device" in render([row], tmp_path / "out")[0]

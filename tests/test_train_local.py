@@ -98,7 +98,7 @@ def test_report_holds_ddp_and_dp_tables_and_the_note(study):
 
 
 def test_out_of_memory_writes_status_oom_and_raises(tmp_path, compose_values, monkeypatch):
-    import workloads.train.__main__ as train_module
+    import hpml.workloads.train.__main__ as train_module
 
     point = tmp_path / "points" / "0"
     point.mkdir(parents=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from conf.schema import config_from_dict
-from conf.train_memory import host_memory, step_memory
-from conf.workload.train import on_disk, per_worker_batch
-from launcher.preflight import config_problems
+from hpml.conf.schema import config_from_dict
+from hpml.conf.train_memory import host_memory, step_memory
+from hpml.conf.workload.train import on_disk, per_worker_batch
+from hpml.launcher.preflight import config_problems
 
 # hpml_cnn (models/small_cnn.py) on 3 x 32 x 32, 10 classes, counted by hand.
 # Parameters: conv 3->32 3x3 no bias 864, BN 2x32; conv 32->64 18,432, BN 2x64; conv 64->128 73,728, BN 2x128;
@@ -78,8 +78,8 @@ def test_without_activations_the_end_of_the_backward_is_the_larger_moment(compos
 def test_leaf_outputs_that_autograd_frees_are_not_counted():
     """ResNet-50's four downsample BatchNorm outputs are read only by the residual add (which keeps nothing): the
     count is every leaf output's new storage less exactly those."""
-    from models.stats.layers import layer_rows, meta_model
-    from conf.model_input import meta_forward
+    from hpml.conf.model_input import meta_forward
+    from hpml.models.stats.layers import layer_rows, meta_model
 
     rows = layer_rows(meta_model("resnet50", 10), (3, 224, 224), batch=1)
     new_storages = sum(r.activations for r in rows if r.type != "ReLU")  # every ReLU of it is in place
@@ -134,8 +134,9 @@ def test_cpu_workers_of_a_node_share_its_memory(compose_values):
 
 
 def test_a_schema_built_without_its_point_is_not_checked(compose_values):
-    from conf.workload.train import TrainConfig
     from dataclasses import asdict
+
+    from hpml.conf.workload.train import TrainConfig
 
     whole = config_from_dict(compose_values(["experiment=tiny/train", *FAR_BEYOND])).workload
     assert memory_problem(whole) is not None
@@ -178,7 +179,7 @@ def test_the_floor_stays_below_a_real_steps_peak_on_a_gpu(compose_values, overri
     torch.cuda.max_memory_allocated() after a first step (the momentum buffers exist) is at least the floor."""
     import torch
 
-    from models.build import build_classifier
+    from hpml.models.build import build_classifier
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")

@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from analysis.train import tables as tt
-from analysis.train.runs import PHASES, train_run
-from analysis.latex import escape, latex_table
-from analysis.report import main as report_main
+from hpml.analysis.latex import escape, latex_table
+from hpml.analysis.report import main as report_main
+from hpml.analysis.train import tables as tt
+from hpml.analysis.train.runs import PHASES, train_run
 from tests.factories import write_result
-from tests.factories.train import study_result, train_result
+from tests.factories.train import study_result
 
 
 def runs_of(docs):
@@ -167,7 +167,7 @@ def test_latex_escapes_and_symbols():
 
 def test_latex_escape_by_replacements_equals_the_one_pass_translation():
     """escape() replaces character by character in an order; it must give what one str.translate pass gives."""
-    from analysis.latex import _TRANSLATION
+    from hpml.analysis.latex import _TRANSLATION
     alphabet = list("\\&%$#_{}~^±×—≥≤ab1 \x1a\x1f")
     generator = random.Random(0)
     texts = ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 30))) for _ in range(2000)]
@@ -237,7 +237,7 @@ def test_batch_probe_section_with_a_point_where_nothing_fits():
     # None into floats; the table must still print whole batch sizes.
     runs = runs_of(rows_of(probe_result(0, 8192, [(8192, True, 40e9), (16384, True, 80e9), (32768, False, None)]),
                               probe_result(1, 32768, [(32768, False, None)])))
-    from analysis.train.sections import batch_probe_sections
+    from hpml.analysis.train.sections import batch_probe_sections
     [section] = batch_probe_sections(tt.batch_probe_table(runs))
     assert [row[3:6] for row in section.tables[0].rows] == [["8192, 16384, 32768", "16384", "32768"],
                                                  ["32768", "none", "32768"]]

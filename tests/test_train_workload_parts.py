@@ -10,17 +10,16 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from conf.data_on_disk import cifar10_on_disk
-from conf.resources import ResourcesConfig
-from conf.validation import ConfigValueError
-from conf.workload.train import Dataset, LrScaling, Parallel, check_data_parallel
-from conf.workload_contract import Scaling
-from workloads.common.worker import is_out_of_memory
-from workloads.train import lr_schedule, overhead, parallel, phases
-from workloads.train.batch_probe import probe_max_batch
-from workloads.train.data import DeviceBatches, per_worker_batch, resolve_dataset
-from workloads.train.model import build_model, cudnn_benchmark_in_force, gradient_bytes
-
+from hpml.conf.data_on_disk import cifar10_on_disk
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.validation import ConfigValueError
+from hpml.conf.workload.train import Dataset, LrScaling, Parallel, check_data_parallel
+from hpml.conf.workload_contract import Scaling
+from hpml.workloads.common.worker import is_out_of_memory
+from hpml.workloads.train import lr_schedule, overhead, parallel, phases
+from hpml.workloads.train.batch_probe import probe_max_batch
+from hpml.workloads.train.data import DeviceBatches, per_worker_batch, resolve_dataset
+from hpml.workloads.train.model import build_model, cudnn_benchmark_in_force, gradient_bytes
 
 # --- learning rate (Goyal et al.) ---------------------------------------------------------------------
 
@@ -129,7 +128,7 @@ def test_data_parallel_checks_name_the_field(resources, dp_devices, message):
 
 
 def test_study_keys_compose_and_validate(compose_values):
-    from conf.schema import config_from_dict
+    from hpml.conf.schema import config_from_dict
 
     values = compose_values(["workload.parallel=dp", "resources.gpus_per_node=4", "workload.dp_devices=4"])
     assert config_from_dict(values).workload.devices_per_worker == 4
@@ -149,7 +148,7 @@ def test_study_keys_compose_and_validate(compose_values):
     (["workload.parallel=dp", "resources.gpus_per_node=2", "workload.dp_devices=2"], False),
 ])
 def test_cudnn_benchmark_is_off_only_under_data_parallel_over_several_gpus(compose_values, overrides, in_force):
-    from conf.schema import config_from_dict
+    from hpml.conf.schema import config_from_dict
 
     assert cudnn_benchmark_in_force(config_from_dict(compose_values(overrides)).workload) is in_force
 

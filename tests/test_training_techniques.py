@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from analysis.techniques import compare, profile
-from conf.schema import config_from_dict
-from models.build import build_classifier
-from models.stages import stages_problem
+from hpml.analysis.techniques import compare, profile
+from hpml.conf.schema import config_from_dict
+from hpml.models.build import build_classifier
+from hpml.models.stages import stages_problem
+from hpml.workloads.train.checkpointing import checkpoint_stages
 from tests.conftest import run_hpml
-from workloads.train.checkpointing import checkpoint_stages
 
 
 def record(**changes):
@@ -86,7 +86,7 @@ def test_the_setting_closest_to_full_use_is_the_highest_sm_activity():
 
 
 def test_a_setting_timed_over_a_short_window_is_marked_and_its_best_line_says_so():
-    from analysis.techniques.sections import _best_line
+    from hpml.analysis.techniques.sections import _best_line
 
     # epoch 1 is warm-up: timed windows 1.0 s (one timed epoch of 1.0 s) and 12.0 s (three of 4.0 s)
     short = record(config_key="a", sm_activity_mean=72.0, util_gpu_mean=90.0)
@@ -112,8 +112,8 @@ def _sweep_of_settings(folder: Path, overrides_of_points):
 
 
 def test_utilization_settings_are_named_by_the_choice_they_were_launched_with(tmp_path):
-    from analysis.stats import COMMON_VALUES
-    from analysis.techniques.setting_names import setting_names
+    from hpml.analysis.stats import COMMON_VALUES
+    from hpml.analysis.techniques.setting_names import setting_names
 
     first = _sweep_of_settings(tmp_path / "first", [["utilization=baseline", "experiment=gpu_utilization"],
                                                     ["utilization=all_device", "experiment=gpu_utilization"]])
@@ -171,7 +171,7 @@ def test_checkpointing_gives_the_same_gradients_and_keeps_fewer_activations(name
     (["workload.precision=tf32"], "workload.precision='tf32' is not allowed: fp32, fp16 or bf16 without GPUs"),
 ])
 def test_bad_values_are_refused_in_one_line_naming_the_key(compose_values, overrides, message):
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     with pytest.raises(ConfigValueError) as caught:
         config_from_dict(compose_values(overrides))
@@ -223,7 +223,7 @@ def test_the_phase_shares_of_a_real_cpu_run_add_up(tmp_path, digits_root):
     (result,) = results
     m = result["measurements"]
     assert len(m["loop_time_s"]) == len(m["eval_time_s"]) == 3 and all(s > 0 for s in m["eval_time_s"])
-    from analysis.techniques.runs import technique_run
+    from hpml.analysis.techniques.runs import technique_run
 
     frame = profile.profile_frame([technique_run(result)])
     for row in frame.to_dict("records"):

@@ -12,7 +12,7 @@ from typing import List
 
 import pytest
 
-from contract.sweep_layout import MANIFEST_FILE, POINTS_DIR
+from hpml.contract.sweep_layout import MANIFEST_FILE, POINTS_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 KEPT_RESULTS = "docs/results/"

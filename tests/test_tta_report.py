@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from analysis.report import main as report_main
-from analysis.stats import olympic_mean
-from analysis.tta.runs import first_at_target, tta_run
-from analysis.tta.tables import tta_table
+from hpml.analysis.report import main as report_main
+from hpml.analysis.stats import olympic_mean
+from hpml.analysis.tta.runs import first_at_target, tta_run
+from hpml.analysis.tta.tables import tta_table
 from tests.factories import write_result
 from tests.factories.train import train_result
 

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
+from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from tests.conftest import run_hpml
 
 

@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from workloads.common.worker import start_worker
+from hpml.workloads.common.worker import start_worker
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ from typing import List
 import pytest
 import yaml
 
-from conf.resources import ResourcesConfig
-from conf.schema import config_from_dict
-from conf.validation import MISSING, ConfigValueError, require, shown
-from conf.workload import WORKLOAD_SCHEMAS
-from conf.workload_contract import Backend, Device, Scaling, WorkloadConfig
-from contract.result_format import SCALING_MODES
-from launcher.preflight import config_problems
-from workloads.common.point_config import WorkerSetup, read_point_config
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.schema import config_from_dict
+from hpml.conf.validation import MISSING, ConfigValueError, require, shown
+from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.conf.workload_contract import Backend, Device, Scaling, WorkloadConfig
+from hpml.contract.result_format import SCALING_MODES
+from hpml.launcher.preflight import config_problems
+from hpml.workloads.common.point_config import WorkerSetup, read_point_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,13 +169,13 @@ def test_a_worker_refuses_a_bad_config_with_the_launchers_own_line(tmp_path, com
     values["resources"]["nodes"] = 0
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(values))
-    worker = subprocess.run([sys.executable, "-m", "workloads.train", "--config", str(path)], cwd=REPO,
+    worker = subprocess.run([sys.executable, "-m", "hpml.workloads.train", "--config", str(path)], cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     launcher = hpml("launch", "--dry-run", "resources.nodes=0")
     assert worker.returncode != 0 and launcher.returncode == 2
     message = launcher.stderr.strip().removeprefix("hpml: error: ")
     assert message == "resources.nodes=0 is not allowed: an integer >= 1"
-    assert worker.stderr.strip().splitlines()[-1] == f"conf.validation.ConfigValueError: {message}"
+    assert worker.stderr.strip().splitlines()[-1] == f"hpml.conf.validation.ConfigValueError: {message}"
 
 
 # --- import rules -------------------------------------------------------------------------------------------
@@ -184,24 +184,24 @@ def conf_modules() -> List[str]:
     modules = []
     for path in sorted((REPO / "conf").rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
-        modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+        modules.append(".".join(("hpml",) + (parts[:-1] if parts[-1] == "__init__" else parts)))
     return modules
 
 
 def imported_conf_modules(module: str) -> set:
-    path = REPO / Path(*module.split("."))
+    path = REPO / Path(*module.split(".")[1:])  # hpml.conf.x is conf/x
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
             [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-        found.update(name for name in names if name == "conf" or name.startswith("conf."))
+        found.update(name for name in names if name == "hpml.conf" or name.startswith("hpml.conf."))
     return found
 
 
 def test_conf_has_no_import_cycle():
     graph = {module: imported_conf_modules(module) & set(conf_modules()) for module in conf_modules()}
-    assert graph["conf.schema"] >= {"conf.workload", "conf.resources"}  # the graph is really read
+    assert graph["hpml.conf.schema"] >= {"hpml.conf.workload", "hpml.conf.resources"}  # the graph is really read
 
     def visit(module: str, path: tuple) -> None:
         assert module not in path, f"import cycle: {' -> '.join(path + (module,))}"
@@ -214,7 +214,7 @@ def test_conf_has_no_import_cycle():
 
 @pytest.mark.parametrize("module", conf_modules())
 def test_each_conf_module_imports_alone_without_hydra(module):
-    code = (f"import sys, {module}; bad = [m for m in sys.modules if m.split('.')[0] in "
+    code = (f"import sys, {module}; bad = [m for m in sys.modules if m.removeprefix('hpml.').split('.')[0] in "
             "('hydra', 'omegaconf', 'launcher', 'workloads', 'analysis', 'torch')]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -222,7 +222,8 @@ def test_each_conf_module_imports_alone_without_hydra(module):
 
 @pytest.mark.parametrize("workload", sorted(WORKLOAD_SCHEMAS))
 def test_workers_import_no_hydra_omegaconf_launcher_or_analysis(workload):
-    code = (f"import sys, workloads.{workload}.__main__; bad = [m for m in sys.modules if m.split('.')[0] in "
+    code = (f"import sys, hpml.workloads.{workload}.__main__; bad = [m for m in sys.modules "
+            "if m.removeprefix('hpml.').split('.')[0] in "
             "('hydra', 'omegaconf', 'launcher', 'analysis')]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -237,4 +238,4 @@ def test_the_generic_config_code_names_no_workload(path):
     named |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not named & schema_names
-    assert not {m for m in modules if m and m.startswith("conf.workload.")}
+    assert not {m for m in modules if m and m.startswith("hpml.conf.workload.")}

@@ -15,16 +15,12 @@ the pixels the holes cover (fewer than size x size when a hole is clipped at the
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from workloads.train.augment import AugmentSpec, Normalization, augment_batch  # noqa: E402
-from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10  # noqa: E402
+from hpml.workloads.train.augment import AugmentSpec, Normalization, augment_batch  # noqa: E402
+from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10  # noqa: E402
 
 
 def training_images(root: str, indices) -> torch.Tensor:

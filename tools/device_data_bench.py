@@ -31,7 +31,6 @@ import json
 import pickle
 import socket
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,26 +40,22 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
 from hydra import compose, initialize_config_module  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from conf.schema import config_from_dict  # noqa: E402
-from launcher.config_store import register_schemas  # noqa: E402
-from models.build import build_classifier  # noqa: E402
-from workloads.common.distributed import DistContext  # noqa: E402
-from workloads.train.__main__ import train  # noqa: E402
-from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, resolve_dataset  # noqa: E402
-from workloads.train.device_data import decode_split  # noqa: E402
-from workloads.train.measurements import Extras  # noqa: E402
-from workloads.train.tta import EvaluationLog  # noqa: E402
+from hpml.conf.schema import config_from_dict  # noqa: E402
+from hpml.launcher.config_store import register_schemas  # noqa: E402
+from hpml.models.build import build_classifier  # noqa: E402
+from hpml.workloads.common.distributed import DistContext  # noqa: E402
+from hpml.workloads.train.__main__ import train  # noqa: E402
+from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, resolve_dataset  # noqa: E402
+from hpml.workloads.train.device_data import decode_split  # noqa: E402
+from hpml.workloads.train.measurements import Extras  # noqa: E402
+from hpml.workloads.train.tta import EvaluationLog  # noqa: E402
 
 
 def workload(overrides: List[str]):
-    with initialize_config_module("conf", version_base="1.3"):
+    with initialize_config_module("hpml.conf", version_base="1.3"):
         values = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True, enum_to_str=True)
     return config_from_dict(values).workload
 

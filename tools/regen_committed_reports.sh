@@ -22,7 +22,7 @@ for report in $(find docs/results -name report.md | sort); do
   fi
   out=/tmp/hpml-regen/${folder#docs/results/}
   mkdir -p "$out"
-  python -m launcher.cli report "$sweeps" --out "$out" > /dev/null 2>"$out/stderr.txt"
+  python -m hpml.launcher.cli report "$sweeps" --out "$out" > /dev/null 2>"$out/stderr.txt"
   echo "== $report"
   python tools/compare_report_numbers.py "$report" "$out/report.md" | cut -c1-${WIDTH:-400} || status=1
   [ "${UPDATE:-0}" = 1 ] && cp "$out/report.md" "$report"

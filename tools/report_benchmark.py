@@ -10,7 +10,7 @@ sweep) with distinct sweep names and point numbers, and, so the report has sever
 with 1, 2 or 4 workers per node and per-worker batch 16, 32 or 64 (the epoch and step times scaled by the
 point's index, so no two rows are alike) and, so that each sweep is a configuration of its own (a line of
 its own in the speedup plot), its own learning rate. Each sweep folder gets a manifest.json listing its
-points, as a real sweep has. Then runs `python -m launcher.cli report DIR --out DIR/report` from the
+points, as a real sweep has. Then runs `python -m hpml.launcher.cli report DIR --out DIR/report` from the
 repository root (--repeat times), and prints the wall seconds, the CPU seconds (user + system, the report's
 child process that draws the figures included) and the peak resident memory of each run (ru_maxrss of the
 child; Linux reports kilobytes), with the load average before it.
@@ -85,7 +85,7 @@ def time_report(root: Path) -> tuple[float, float, float, int]:
     The CPU seconds do not grow when other processes share the cores; the wall seconds do."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    child = subprocess.run([sys.executable, "-m", "launcher.cli", "report", str(root), "--out", str(root / "report")],
+    child = subprocess.run([sys.executable, "-m", "hpml.launcher.cli", "report", str(root), "--out", str(root / "report")],
                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - start
     if child.returncode != 0:

@@ -28,12 +28,9 @@ from pathlib import Path
 import torch
 import torchvision
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from workloads.common.telemetry import start_sampling  # noqa: E402
-from workloads.common.telemetry.nvml import NvmlReader, time_calls  # noqa: E402
-from workloads.common.telemetry.sidecar import read_sidecar  # noqa: E402
+from hpml.workloads.common.telemetry import start_sampling  # noqa: E402
+from hpml.workloads.common.telemetry.nvml import NvmlReader, time_calls  # noqa: E402
+from hpml.workloads.common.telemetry.sidecar import read_sidecar  # noqa: E402
 
 
 def loop_cost(repeats: int) -> list:

@@ -22,10 +22,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from tools.device_data_bench import hpml_run, process_group, workload  # noqa: E402
-from launcher.config_store import register_schemas  # noqa: E402
+sys.path.insert(0, str(REPO / "tools"))  # its sibling script, not a package
+from device_data_bench import hpml_run, process_group, workload  # noqa: E402
+
+from hpml.launcher.config_store import register_schemas  # noqa: E402
 
 
 def epochs_to(top1, target):

@@ -1,4 +1,4 @@
-"""Instrumented workloads started by torchrun as `python -m workloads.<name> --config <point>/config.yaml`.
+"""Instrumented workloads started by torchrun as `python -m hpml.workloads.<name> --config <point>/config.yaml`.
 
 One package per workload (workloads/<name>/: its __main__ and the helpers only it uses); what every workload
 shares lives in workloads.common. Workloads never import the launcher, Hydra, OmegaConf or the analysis; they

@@ -12,10 +12,10 @@ from typing import List
 
 import pandas as pd
 
-from analysis.allreduce.sections import allreduce_sections
-from analysis.allreduce.tables import COLUMNS, allreduce_rows
-from analysis.results import WorkloadResults
-from analysis.sections import Section
+from hpml.analysis.allreduce.sections import allreduce_sections
+from hpml.analysis.allreduce.tables import COLUMNS, allreduce_rows
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
 
 __all__ = ["sections"]
 

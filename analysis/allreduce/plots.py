@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import pandas as pd
 
-from analysis.figures import first_panels, panels, save, worth_drawing
+from hpml.analysis.figures import first_panels, panels, save, worth_drawing
 
 
 def size_text(nbytes: int) -> str:

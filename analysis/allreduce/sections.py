@@ -10,9 +10,9 @@ from typing import List
 
 import pandas as pd
 
-from analysis.allreduce.plots import busbw_plot, size_text
-from analysis.sections import Figure, Section, Table
-from analysis.stats import natural_key
+from hpml.analysis.allreduce.plots import busbw_plot, size_text
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import natural_key
 
 ALLREDUCE_NOTE = (
     "nccl-tests' definitions: time = mean over the timed iterations of the slowest rank's iteration time "

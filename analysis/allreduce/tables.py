@@ -23,9 +23,9 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
 import pandas as pd
 
-from analysis.stats import population_std
-from analysis.results import WorkloadResults, where
-from contract.collectives import GB, algbw_GBps, bus_factor
+from hpml.analysis.results import WorkloadResults, where
+from hpml.analysis.stats import population_std
+from hpml.contract.collectives import GB, algbw_GBps, bus_factor
 
 # The table's columns, in order. time_s is the mean over timed iterations of the slowest rank's iteration
 # time; time_std_s is the population std (ddof=0) of those iteration times over `iters` iterations (NaN

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.batch_aug.runs import ba_run, copies_of, cutout_of
-from analysis.batch_aug.sections import batch_augmentation_sections
-from analysis.batch_aug.tables import shown_groups, variant_table
-from analysis.results import WorkloadResults
-from analysis.sections import Section
-from analysis.tta.runs import has_evaluation
+from hpml.analysis.batch_aug.runs import ba_run, copies_of, cutout_of
+from hpml.analysis.batch_aug.sections import batch_augmentation_sections
+from hpml.analysis.batch_aug.tables import shown_groups, variant_table
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
+from hpml.analysis.tta.runs import has_evaluation
 
 __all__ = ["sections"]
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Mapping
 
-from analysis.configuration import items_key
-from analysis.telemetry.points import telemetry_numbers
-from analysis.train.runs import data_path_of
-from analysis.tta.runs import evaluation_arrays, first_at_target, hardware_of, tta_configuration
-from contract.result_format import timed_epoch_indices
+from hpml.analysis.configuration import items_key
+from hpml.analysis.telemetry.points import telemetry_numbers
+from hpml.analysis.train.runs import data_path_of
+from hpml.analysis.tta.runs import evaluation_arrays, first_at_target, hardware_of, tta_configuration
+from hpml.contract.result_format import timed_epoch_indices
 
 VARIANT_KEYS = ("workload.batch_augmentation", "workload.accumulation_chunks", "workload.cutout_holes",
                 "workload.cutout_size")

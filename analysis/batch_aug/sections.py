@@ -7,10 +7,10 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from analysis.batch_aug.plots import drawer
-from analysis.batch_aug.tables import variant_of
-from analysis.sections import Figure, Section, Table
-from analysis.stats import SAMPLE_DDOF, differing_labels, is_missing
+from hpml.analysis.batch_aug.plots import drawer
+from hpml.analysis.batch_aug.tables import variant_of
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing
 
 TABLE = "batch_augmentation"
 

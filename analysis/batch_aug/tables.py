@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import pandas as pd
 
-from analysis.stats import SAMPLE_DDOF
-from analysis.tta.tables import spread
+from hpml.analysis.stats import SAMPLE_DDOF
+from hpml.analysis.tta.tables import spread
 
 NAN = float("nan")
 COLUMNS = ["group_key", "model", "hardware", "data_placement", "copies", "chunks", "cutout_holes", "cutout_size",

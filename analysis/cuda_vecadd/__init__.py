@@ -13,10 +13,10 @@ from typing import List
 
 import pandas as pd
 
-from analysis.cuda_vecadd.sections import cuda_vecadd_sections
-from analysis.cuda_vecadd.tables import CASE_COLUMNS, COPY_COLUMNS, INFO_COLUMNS, case_rows, copy_rows, point_info
-from analysis.results import WorkloadResults
-from analysis.sections import Section
+from hpml.analysis.cuda_vecadd.sections import cuda_vecadd_sections
+from hpml.analysis.cuda_vecadd.tables import CASE_COLUMNS, COPY_COLUMNS, INFO_COLUMNS, case_rows, copy_rows, point_info
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
 
 __all__ = ["sections"]
 

@@ -12,9 +12,9 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 import pandas as pd
 
-from analysis.cuda_vecadd.plots import time_plot
-from analysis.sections import Figure, Section, Table
-from analysis.stats import is_missing, natural_key
+from hpml.analysis.cuda_vecadd.plots import time_plot
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import is_missing, natural_key
 
 NOTE = (
     "Each repetition's total = alloc + h2d + kernel + d2h + free (a part the mode lacks counts 0; the host's "

@@ -17,8 +17,8 @@ import math
 import statistics
 from typing import Any, Dict, List, Mapping, Optional
 
-from analysis.results import where
-from contract.vecadd_format import copy_GBps, kernel_GBps, repetition_totals
+from hpml.analysis.results import where
+from hpml.contract.vecadd_format import copy_GBps, kernel_GBps, repetition_totals
 
 PARTS = ("alloc_s", "fill_s", "h2d_s", "kernel_s", "kernel_resident_s", "d2h_s", "free_s")
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.dataloader.runs import run_record
-from analysis.dataloader.sections import dataloader_sections
-from analysis.dataloader.tables import dataloader_tables
-from analysis.results import WorkloadResults
-from analysis.sections import Section
+from hpml.analysis.dataloader.runs import run_record
+from hpml.analysis.dataloader.sections import dataloader_sections
+from hpml.analysis.dataloader.tables import dataloader_tables
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
 
 __all__ = ["sections"]
 

@@ -11,8 +11,8 @@ from typing import List
 
 import pandas as pd
 
-from analysis.dataloader.runs import DEVICE, HOST
-from analysis.figures import panels, save
+from hpml.analysis.dataloader.runs import DEVICE, HOST
+from hpml.analysis.figures import panels, save
 
 LINE_KEYS = ["pin_memory", "persistent_workers", "prefetch_factor"]
 

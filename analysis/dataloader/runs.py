@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from analysis.configuration import configuration_items, items_key
-from analysis.tta.runs import hardware_of
-from contract.result_format import timed_values
+from hpml.analysis.configuration import configuration_items, items_key
+from hpml.analysis.tta.runs import hardware_of
+from hpml.contract.result_format import timed_values
 
 # The keys one point of the study varies; every other workload key must be equal within a group
 SETTING_KEYS = ("workload.loader_workers", "workload.pin_memory", "workload.persistent_workers",

@@ -10,11 +10,11 @@ from typing import Any, List, Mapping
 
 import pandas as pd
 
-from analysis.dataloader.plots import workers_plot
-from analysis.dataloader.runs import DEVICE
-from analysis.dataloader.tables import verdict
-from analysis.sections import Figure, Section, Table
-from analysis.stats import differing_labels, is_missing
+from hpml.analysis.dataloader.plots import workers_plot
+from hpml.analysis.dataloader.runs import DEVICE
+from hpml.analysis.dataloader.tables import verdict
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import differing_labels, is_missing
 
 IN_TITLE = ("workload.dataset", "hardware", "cpus")  # group items the section's title names already
 HEADERS = ["data path", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor",

@@ -20,8 +20,8 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from analysis.dataloader.runs import DEVICE, HOST
-from analysis.stats import exceeds_spread, pooled, sample_std, speedup
+from hpml.analysis.dataloader.runs import DEVICE, HOST
+from hpml.analysis.stats import exceeds_spread, pooled, sample_std, speedup
 
 SETTING = ["placement", "workers", "pin_memory", "persistent_workers", "prefetch_factor"]
 DEFAULT_SETTING = (HOST, 0, False, False, None)  # torch.utils.data.DataLoader's defaults

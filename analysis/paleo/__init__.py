@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.paleo.sections import paleo_sections
-from analysis.paleo.tables import point_tables
-from analysis.results import WorkloadResults
-from analysis.sections import Section
+from hpml.analysis.paleo.sections import paleo_sections
+from hpml.analysis.paleo.tables import point_tables
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
 
 __all__ = ["sections"]
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from contract.rates import GB, TFLOP
+from hpml.contract.rates import GB, TFLOP
 
 
 def memory_bytes(input_bytes: int, param_bytes: int, activation_bytes: int) -> int:

@@ -12,11 +12,18 @@ from typing import Any, Dict, List, Sequence
 
 import pandas as pd
 
-from analysis.paleo.plots import layers_plot
-from analysis.paleo.tables import (LAYER_COLUMNS, REFERENCE_PRECISIONS, SOURCES, PointTables, identity_columns, label,
-                                   precision_text)
-from analysis.sections import Figure, Section, Table
-from analysis.stats import natural_key
+from hpml.analysis.paleo.plots import layers_plot
+from hpml.analysis.paleo.tables import (
+    LAYER_COLUMNS,
+    REFERENCE_PRECISIONS,
+    SOURCES,
+    PointTables,
+    identity_columns,
+    label,
+    precision_text,
+)
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import natural_key
 
 PALEO_NOTE = (
     "PALEO (Qi, Sparks and Talwalkar, ICLR 2017): a layer's predicted time = FLOPs / (PPP × peak FLOP/s) + "

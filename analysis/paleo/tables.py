@@ -19,10 +19,17 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from analysis.paleo.model import (achieved_ppp, compute_time_s, memory_bytes, predicted_time_s, ratio,
-                                  relative_error, time_per_image_s)
-from analysis.stats import median_spread
-from contract.rates import GBps, tflops_per_s
+from hpml.analysis.paleo.model import (
+    achieved_ppp,
+    compute_time_s,
+    memory_bytes,
+    predicted_time_s,
+    ratio,
+    relative_error,
+    time_per_image_s,
+)
+from hpml.analysis.stats import median_spread
+from hpml.contract.rates import GBps, tflops_per_s
 
 SOURCES = ("published", "measured")
 REFERENCE_PRECISIONS = ("fp32", "fp64")  # the study's single and double precision

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.probe.sections import probe_sections
-from analysis.probe.tables import PEAK_COLUMNS, REFERENCE_COLUMNS, frame, peak_rows, reference_rows
-from analysis.results import WorkloadResults
-from analysis.sections import Section
+from hpml.analysis.probe.sections import probe_sections
+from hpml.analysis.probe.tables import PEAK_COLUMNS, REFERENCE_COLUMNS, frame, peak_rows, reference_rows
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
 
 __all__ = ["sections"]
 

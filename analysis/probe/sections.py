@@ -10,9 +10,9 @@ from typing import List
 
 import pandas as pd
 
-from analysis.probe.tables import BAR
-from analysis.sections import Section, Table
-from analysis.stats import natural_key
+from hpml.analysis.probe.tables import BAR
+from hpml.analysis.sections import Section, Table
+from hpml.analysis.stats import natural_key
 
 PEAKS_NOTE = (
     "Per repetition, TFLOP/s = 2 n³ / t / 1e12 (matmul) and GB/s = bytes moved / t / 1e9 (copy: 2 × the buffer, "

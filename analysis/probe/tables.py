@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 
-from analysis.stats import median_spread
-from contract.rates import GBps, tflops_per_s
+from hpml.analysis.stats import median_spread
+from hpml.contract.rates import GBps, tflops_per_s
 
 BAR = 0.05  # issue 14: the probe's bf16 matmul within 5 % of torch.matmul timed by another method
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.quantize.runs import quantize_run
-from analysis.quantize.sections import quantize_sections
-from analysis.results import WorkloadResults
-from analysis.sections import Section
+from hpml.analysis.quantize.runs import quantize_run
+from hpml.analysis.quantize.sections import quantize_sections
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
 
 __all__ = ["sections"]
 

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List
 
-from analysis.figures import save
+from hpml.analysis.figures import save
 
 COLUMNS = 3  # panels per row
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Mapping
 
-from analysis.configuration import configuration_items, items_key
-from contract.quantize_format import STAGES, TORCH_AO_STAGES, agreement, payload_bytes, top1
+from hpml.analysis.configuration import configuration_items, items_key
+from hpml.contract.quantize_format import STAGES, TORCH_AO_STAGES, agreement, payload_bytes, top1
 
 WHERE_KEYS = ("workload.model_path",)
 

@@ -9,10 +9,10 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from analysis.quantize.plots import activations_png, weights_png
-from analysis.quantize.tables import bar_frame, check_frame, run_frame, scale_frame, stage_frame
-from analysis.sections import Figure, Section, Table
-from analysis.stats import SAMPLE_DDOF, differing_labels, is_missing, natural_key
+from hpml.analysis.quantize.plots import activations_png, weights_png
+from hpml.analysis.quantize.tables import bar_frame, check_frame, run_frame, scale_frame, stage_frame
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing, natural_key
 
 INTRO = (
     "Post-training quantization to symmetric 8-bit fixed point (docs/studies/quantization.md): s = r / 127 for a "

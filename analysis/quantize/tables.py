@@ -16,8 +16,8 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from analysis.stats import sample_std
-from contract.quantize_format import STAGE_TITLES
+from hpml.analysis.stats import sample_std
+from hpml.contract.quantize_format import STAGE_TITLES
 
 FLOAT_BAR_POINTS = 1.0  # the bar: the fully quantized model within 1 point of the float mean
 TORCH_AO_BAR_POINTS = 0.5  # and hpml's W8A8 within 0.5 point of torch.ao's on the same models

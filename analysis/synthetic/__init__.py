@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.results import WorkloadResults
-from analysis.sections import Section
-from analysis.synthetic.runs import runs_frame
-from analysis.synthetic.sections import synthetic_sections
-from analysis.synthetic.tables import comparison_table, paired_table, protocol_table, scaling_table
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
+from hpml.analysis.synthetic.runs import runs_frame
+from hpml.analysis.synthetic.sections import synthetic_sections
+from hpml.analysis.synthetic.tables import comparison_table, paired_table, protocol_table, scaling_table
 
 __all__ = ["sections"]
 

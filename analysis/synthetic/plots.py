@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.figures import first_panels, panels, save, worth_drawing
-
+from hpml.analysis.figures import first_panels, panels, save, worth_drawing
 
 LINE_KEYS = ["sweep", "label", "scaling"]
 

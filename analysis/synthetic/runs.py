@@ -23,9 +23,9 @@ from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence
 
 import pandas as pd
 
-from analysis.configuration import configuration_items
-from analysis.results import WorkloadResults, where
-from analysis.stats import differing_labels, natural_key, population_std
+from hpml.analysis.configuration import configuration_items
+from hpml.analysis.results import WorkloadResults, where
+from hpml.analysis.stats import differing_labels, natural_key, population_std
 
 HOROVOD_Z = 1.96
 

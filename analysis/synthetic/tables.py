@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import pandas as pd
 
-from analysis.stats import coefficient_of_variation, efficiency, natural_key, pooled, rate_speedup, speedup
-from analysis.synthetic.runs import SHAPE_KEYS, horovod_summary, label_configurations, paired_ratios
+from hpml.analysis.stats import coefficient_of_variation, efficiency, natural_key, pooled, rate_speedup, speedup
+from hpml.analysis.synthetic.runs import SHAPE_KEYS, horovod_summary, label_configurations, paired_ratios
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.results import WorkloadResults
-from analysis.sections import Section
-from analysis.techniques.runs import technique_run
-from analysis.techniques.sections import technique_sections
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
+from hpml.analysis.techniques.runs import technique_run
+from hpml.analysis.techniques.sections import technique_sections
 
 
 def sections(results: WorkloadResults) -> List[Section]:

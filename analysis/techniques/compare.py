@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 
-from analysis.stats import sample_std
-from analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, finite, mean_step_s, without_keys
+from hpml.analysis.stats import sample_std
+from hpml.analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, finite, mean_step_s, without_keys
 
 PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16")
 MiB = 1024 * 1024

@@ -9,12 +9,12 @@ sample) comes from the point's sidecars through analysis.telemetry, None where t
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping
 
-from analysis.configuration import configuration_group, items_key
-from analysis.train.runs import per_device_batch_of
-from analysis.telemetry.points import telemetry_numbers
-from contract.result_format import timed_epoch_indices
+from hpml.analysis.configuration import configuration_group, items_key
+from hpml.analysis.telemetry.points import telemetry_numbers
+from hpml.analysis.train.runs import per_device_batch_of
+from hpml.contract.result_format import timed_epoch_indices
 
 # the keys a technique varies: a comparison groups runs by the configuration without them
 PRECISION_KEYS = ("workload.precision", "workload.tf32")

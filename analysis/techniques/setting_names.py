@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Set
 
-from analysis.results import point_overrides
-from analysis.stats import differing_labels, labels_against_the_common
-from contract.sweep_layout import MANIFEST_FILE
+from hpml.analysis.results import point_overrides
+from hpml.analysis.stats import differing_labels, labels_against_the_common
+from hpml.contract.sweep_layout import MANIFEST_FILE
 
 # group=choice: a config group's name (no dot: workload.batch_size=... is a value) and one choice (no sweep list)
 GROUP_CHOICE = re.compile(r"(?P<group>[A-Za-z_][A-Za-z0-9_]*)=(?P<choice>[^,\s]+)")

@@ -17,8 +17,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from analysis.figures import save
-from analysis.telemetry.series import Sidecar
+from hpml.analysis.figures import save
+from hpml.analysis.telemetry.series import Sidecar
 
 MAX_POINTS_PER_LINE = 2000
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from analysis.stats import natural_key
-from analysis.telemetry.plots import Timeline, timeline
-from analysis.telemetry.series import Gpu, Sidecar, SidecarError, load_sidecar, read_block
-from analysis.telemetry.stats import GpuStats, PointEnergy, gpu_stats, point_energy
+from hpml.analysis.stats import natural_key
+from hpml.analysis.telemetry.plots import Timeline, timeline
+from hpml.analysis.telemetry.series import Gpu, Sidecar, SidecarError, load_sidecar, read_block
+from hpml.analysis.telemetry.stats import GpuStats, PointEnergy, gpu_stats, point_energy
 
 NO_BLOCK = "no telemetry block in result.json (written before hpml recorded GPU telemetry)"
 

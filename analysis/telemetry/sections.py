@@ -10,11 +10,17 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from analysis.sections import Figure, Section, Table
-from analysis.telemetry.plots import draw_timeline
-from analysis.telemetry.points import Gathered, PointTelemetry
-from analysis.telemetry.stats import (BUSY_UTIL_GPU_MIN, LOW_SM_ACTIVITY_MAX, PERCENTILE_METHOD, Spread,
-                                      phase_name, unavailable_reasons)
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.telemetry.plots import draw_timeline
+from hpml.analysis.telemetry.points import Gathered, PointTelemetry
+from hpml.analysis.telemetry.stats import (
+    BUSY_UTIL_GPU_MIN,
+    LOW_SM_ACTIVITY_MAX,
+    PERCENTILE_METHOD,
+    Spread,
+    phase_name,
+    unavailable_reasons,
+)
 
 NA = "n/a"
 GiB = 1024 ** 3

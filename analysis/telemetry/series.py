@@ -18,9 +18,9 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from analysis.results import decode_json
-from contract.jsonio import MiB, DamagedFile, decode_bounded, read_bytes_bounded, type_name
-from contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_STATUSES, TELEMETRY_VERSION
+from hpml.analysis.results import decode_json
+from hpml.contract.jsonio import DamagedFile, MiB, decode_bounded, read_bytes_bounded, type_name
+from hpml.contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_STATUSES, TELEMETRY_VERSION
 
 # The compressed file: 2^19 samples x 11 fields x 8 GPUs compress to well under this; a sidecar over it is
 # not one hpml wrote.

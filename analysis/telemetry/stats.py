@@ -26,7 +26,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from analysis.telemetry.series import Gpu, Phase, Sidecar, timed_mask
+from hpml.analysis.telemetry.series import Gpu, Phase, Sidecar, timed_mask
 
 BUSY_UTIL_GPU_MIN = 80.0  # %: utilization.gpu at or above this is "busy"
 LOW_SM_ACTIVITY_MAX = 30.0  # %: GPM SM activity below this, while busy, is "under-occupied"

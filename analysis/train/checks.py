@@ -7,10 +7,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
-from contract.result_format import WARMUP_EPOCHS, timed_values
-from contract.result_schema import (DURATION_LISTS, EPOCH_TIMES, NUMBERS, POSITIVE_INTEGER, SCALING, Kind,
-                                    check_kinds, shown)
-from analysis.train.runs import DATA_PATHS
+from hpml.analysis.train.runs import DATA_PATHS
+from hpml.contract.result_format import WARMUP_EPOCHS, timed_values
+from hpml.contract.result_schema import (
+    DURATION_LISTS,
+    EPOCH_TIMES,
+    NUMBERS,
+    POSITIVE_INTEGER,
+    SCALING,
+    Kind,
+    check_kinds,
+    shown,
+)
 
 TRAINING_MEASUREMENTS: Dict[str, Kind] = {
     "config.workload.scaling": SCALING,

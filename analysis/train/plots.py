@@ -14,8 +14,7 @@ from typing import Dict
 
 import pandas as pd
 
-from analysis import figures
-
+from hpml.analysis import figures
 
 LINE_KEYS = ["group_key", "scaling", "fixed_batch"]
 

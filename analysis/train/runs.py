@@ -22,8 +22,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
-from analysis.configuration import configuration_group
-from contract.result_format import timed_epoch_indices
+from hpml.analysis.configuration import configuration_group
+from hpml.contract.result_format import timed_epoch_indices
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer")
 DATA_PATHS = ("host", "device")  # the values of measurements.data_placement

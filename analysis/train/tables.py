@@ -26,10 +26,10 @@ from typing import Any, Dict, List, Optional
 
 import pandas as pd
 
-from analysis.allreduce.tables import ring_allreduce_time, ring_utilization
-from analysis.stats import coefficient_of_variation, efficiency, sample_std, speedup
-from analysis.train.runs import PHASES, by_data_path, by_row, mean, ok_runs, pool, row_identity
-from contract.collectives import algbw_GBps, bus_factor
+from hpml.analysis.allreduce.tables import ring_allreduce_time, ring_utilization
+from hpml.analysis.stats import coefficient_of_variation, efficiency, sample_std, speedup
+from hpml.analysis.train.runs import PHASES, by_data_path, by_row, mean, ok_runs, pool, row_identity
+from hpml.contract.collectives import algbw_GBps, bus_factor
 
 LARGE_BATCH_EPOCH = 5  # the study reports the 5th epoch's loss and accuracy (Goyal et al.'s warm-up span)
 

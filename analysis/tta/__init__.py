@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import List
 
-from analysis.results import WorkloadResults
-from analysis.sections import Section
-from analysis.tta.compare import hardware_comparison
-from analysis.tta.runs import has_evaluation, tta_run
-from analysis.tta.sections import tta_sections
-from analysis.tta.tables import tta_table
+from hpml.analysis.results import WorkloadResults
+from hpml.analysis.sections import Section
+from hpml.analysis.tta.compare import hardware_comparison
+from hpml.analysis.tta.runs import has_evaluation, tta_run
+from hpml.analysis.tta.sections import tta_sections
+from hpml.analysis.tta.tables import tta_table
 
 __all__ = ["sections"]
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from analysis.stats import difference_threshold, exceeds_spread
+from hpml.analysis.stats import difference_threshold, exceeds_spread
 
 MIN_CONVERGED = 2  # a sample std (ddof = 1) needs two values
 MEASURES = ("tta_s", "epochs")  # prefixes of the TTA table's columns: TTA (evaluation included), epochs to target

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
-from analysis.configuration import configuration_items, items_key
-from analysis.train.runs import data_path_of
+from hpml.analysis.configuration import configuration_items, items_key
+from hpml.analysis.train.runs import data_path_of
 
 CPU = "cpu"
 # set by the hardware and pricing config groups: they describe the machine (the hardware axis), not the run

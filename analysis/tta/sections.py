@@ -8,10 +8,10 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from analysis.sections import Figure, Section, Table
-from analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, SPREAD_Z, differing_labels, is_missing, natural_key
-from analysis.tta.compare import MIN_CONVERGED
-from analysis.tta.plots import curves_png, spread_png
+from hpml.analysis.sections import Figure, Section, Table
+from hpml.analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, SPREAD_Z, differing_labels, is_missing, natural_key
+from hpml.analysis.tta.compare import MIN_CONVERGED
+from hpml.analysis.tta.plots import curves_png, spread_png
 
 TABLE = "tta"
 COMPARISON_TABLE = "tta_hardware"

@@ -22,8 +22,14 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from analysis.stats import (OLYMPIC_MIN_RUNS, SAMPLE_DDOF, coefficient_of_variation, natural_key, olympic_mean,
-                            sample_std)
+from hpml.analysis.stats import (
+    OLYMPIC_MIN_RUNS,
+    SAMPLE_DDOF,
+    coefficient_of_variation,
+    natural_key,
+    olympic_mean,
+    sample_std,
+)
 
 NAN = float("nan")
 COLUMNS = ["config_key", "model", "target", "data_placement", "hardware", "runs", "converged", "converged_fraction",

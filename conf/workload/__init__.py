@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Dict, Type
 
-from conf.workload.allreduce import AllreduceConfig
-from conf.workload.cuda_vecadd import CudaVecaddConfig
-from conf.workload.dataloader import DataloaderConfig
-from conf.workload.paleo import PaleoConfig
-from conf.workload.probe import ProbeConfig
-from conf.workload.quantize import QuantizeConfig
-from conf.workload.synthetic import SyntheticConfig
-from conf.workload.train import TrainConfig
-from conf.workload_contract import WorkloadConfig
+from hpml.conf.workload.allreduce import AllreduceConfig
+from hpml.conf.workload.cuda_vecadd import CudaVecaddConfig
+from hpml.conf.workload.dataloader import DataloaderConfig
+from hpml.conf.workload.paleo import PaleoConfig
+from hpml.conf.workload.probe import ProbeConfig
+from hpml.conf.workload.quantize import QuantizeConfig
+from hpml.conf.workload.synthetic import SyntheticConfig
+from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload_contract import WorkloadConfig
 
 WORKLOAD_SCHEMAS: Dict[str, Type[WorkloadConfig]] = {
     "train": TrainConfig,

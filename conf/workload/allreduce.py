@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import List, Optional
 
-from conf.dtypes import DTYPE_BYTES, DType
-from conf.limits import require_buffer, require_repeats
-from conf.validation import MISSING, require
-from conf.workload_contract import WorkloadConfig
+from hpml.conf.dtypes import DTYPE_BYTES, DType
+from hpml.conf.limits import require_buffer, require_repeats
+from hpml.conf.validation import MISSING, require
+from hpml.conf.workload_contract import WorkloadConfig
 
 
 class AllreduceImpl(str, Enum):

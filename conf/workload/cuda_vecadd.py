@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, List, Mapping, Optional, Type
 
-from conf.limits import require_repeats
-from conf.resources import ResourcesConfig
-from conf.validation import MISSING, ConfigValueError, require
-from conf.workload_contract import Device, WorkloadConfig
+from hpml.conf.limits import require_repeats
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.validation import MISSING, ConfigValueError, require
+from hpml.conf.workload_contract import Device, WorkloadConfig
 
 
 class LaunchShape(str, Enum):

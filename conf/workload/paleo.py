@@ -10,15 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List
 
-from conf.dtypes import DType
-from conf.hardware.gpu_peaks import PEAKS
-from conf.limits import (require_buffer, require_classes, require_input_batch, require_repeats,
-                         require_square_matrix)
-from conf.model_input import input_problem
-from conf.resources import ResourcesConfig
-from conf.torchvision_models import model_problem
-from conf.validation import MISSING, require
-from conf.workload_contract import WorkloadConfig, check_one_process
+from hpml.conf.dtypes import DType
+from hpml.conf.hardware.gpu_peaks import PEAKS
+from hpml.conf.limits import (
+    require_buffer,
+    require_classes,
+    require_input_batch,
+    require_repeats,
+    require_square_matrix,
+)
+from hpml.conf.model_input import input_problem
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.torchvision_models import model_problem
+from hpml.conf.validation import MISSING, require
+from hpml.conf.workload_contract import WorkloadConfig, check_one_process
 
 
 @dataclass

@@ -16,11 +16,11 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.data_on_disk import cifar10_contents, classes_problem, missing_cifar10_files, unreadable_cifar10
-from conf.limits import require_classes, require_repeats
-from conf.resources import ResourcesConfig
-from conf.validation import MISSING, require
-from conf.workload_contract import WorkloadConfig, check_one_process
+from hpml.conf.data_on_disk import cifar10_contents, classes_problem, missing_cifar10_files, unreadable_cifar10
+from hpml.conf.limits import require_classes, require_repeats
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.validation import MISSING, require
+from hpml.conf.workload_contract import WorkloadConfig, check_one_process
 
 # The networks the workload can quantize: chains of convolutions and linear layers (batch norm folded into the
 # convolution before it), ReLU, max- and average-pooling (workloads/quantize/plan.py). hw5_cnn: the homework's
@@ -148,7 +148,7 @@ def saved_model_problem(cfg: QuantizeConfig) -> Optional[str]:
     path = Path(cfg.model_path)
     if not path.is_file():
         return f"workload.model_path={cfg.model_path}: no such file (a points/<n>/model.pt of a train run)"
-    from evaluation.models import SavedModelError, load_saved
+    from hpml.evaluation.models import SavedModelError, load_saved
 
     try:
         saved = load_saved(path, path.parent)

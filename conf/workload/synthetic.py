@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import List, Optional
 
-from conf.limits import require_classes, require_input_batch, require_repeats
-from conf.model_input import input_problem
-from conf.resources import ResourcesConfig
-from conf.torchvision_models import torchvision_models
-from conf.validation import MISSING, require, shown
-from conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
+from hpml.conf.limits import require_classes, require_input_batch, require_repeats
+from hpml.conf.model_input import input_problem
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.torchvision_models import torchvision_models
+from hpml.conf.validation import MISSING, require, shown
+from hpml.conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
 
 
 class GradientSync(str, Enum):

@@ -12,15 +12,22 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
-from conf.data_on_disk import (OnDisk, cifar10_contents, classes_problem, image_folder_contents,
-                               missing_cifar10_files, unreadable_cifar10, unreadable_image_folder)
-from conf.limits import require_buffer, require_input_batch, require_repeats
-from conf.model_input import input_problem
-from conf.resources import ResourcesConfig
-from conf.torchvision_models import model_problem
-from conf.validation import MISSING, require
-from conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
+from hpml.conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
+from hpml.conf.data_on_disk import (
+    OnDisk,
+    cifar10_contents,
+    classes_problem,
+    image_folder_contents,
+    missing_cifar10_files,
+    unreadable_cifar10,
+    unreadable_image_folder,
+)
+from hpml.conf.limits import require_buffer, require_input_batch, require_repeats
+from hpml.conf.model_input import input_problem
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.torchvision_models import model_problem
+from hpml.conf.validation import MISSING, require
+from hpml.conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
 
 CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
 CIFAR10_SIDE = 32  # its images are 32 x 32
@@ -255,11 +262,11 @@ class TrainConfig(WorkloadConfig):
             problems += [p for p in [input_problem(self.model, self.image_size, self.num_classes,
                                                    self.cifar_stem)] if p]
         if self.activation_checkpointing and not problems:
-            from models.stages import stages_problem  # imports torch: only when checkpointing is asked for
+            from hpml.models.stages import stages_problem  # imports torch: only when checkpointing is asked for
 
             problems += [p for p in [stages_problem(self.model, self.num_classes, self.cifar_stem)] if p]
         if not problems and self.placement is not None:  # does one step's memory floor fit the device?
-            from conf.train_memory import step_memory_problem
+            from hpml.conf.train_memory import step_memory_problem
 
             per_worker = per_worker_batch(self, self.placement.resources.world_size)
             problems += [p for p in [step_memory_problem(self, per_worker, on_disk(self))] if p]
@@ -350,7 +357,7 @@ def check_batchnorm_samples(cfg: TrainConfig, per_worker: int) -> None:
         return
     import torch  # only for this rare case: composing a sweep does not load torch otherwise
 
-    from models.build import build_classifier
+    from hpml.models.build import build_classifier
 
     try:
         with torch.device("meta"):

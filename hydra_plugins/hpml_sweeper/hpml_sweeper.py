@@ -114,7 +114,7 @@ def final_overrides(overrides: List[Override]) -> List[Override]:
 def sweep_length(override: Override) -> int:
     """How many values an override gives (1 unless it sweeps), counted without listing them: range(0,10**9)
     is 10**9 values, a list of that length would take gigabytes."""
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     if not override.is_sweep_override():
         return 1
@@ -137,7 +137,7 @@ def sweep_length(override: Override) -> int:
 def check_sweep_size(overrides: List[Override]) -> None:
     """Refuses, before a point is listed, a sweep of no points (range(0), which would otherwise end silently
     as if it had succeeded) or of more than MAX_POINTS (range(0,10**9) filled gigabytes before any check)."""
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     swept = [(override, sweep_length(override)) for override in overrides if override.is_sweep_override()]
     for override, length in swept:
@@ -154,7 +154,7 @@ def check_sweep_size(overrides: List[Override]) -> None:
 
 def refuse_repeated_values(overrides: List[Override], preset_lines: Set[str]) -> None:
     """A value given twice in one sweep list (seed=0,0) makes two identical points."""
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     for override in overrides:
         if not isinstance(override.value(), ChoiceSweep):
@@ -172,7 +172,7 @@ def refuse_identical_points(overrides: List[Override], first: Tuple[int, List[st
                             second: Tuple[int, List[str]]) -> None:
     """Two points whose configs are equal although their values are written differently (seed=0,00;
     lr=1,1.0; flag=true,1; two options of a group that compose alike)."""
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     (a, a_overrides), (b, b_overrides) = first, second
     differing = [(x, y) for x, y in zip(a_overrides, b_overrides) if x != y]  # both in the sweep's key order
@@ -186,7 +186,7 @@ def refuse_identical_points(overrides: List[Override], first: Tuple[int, List[st
 def refuse_sampled_sweeps(overrides: List[Override]) -> None:
     """interval() only means something to a sweeper that samples (Optuna, Ax); BasicSweeper's own refusal
     names neither the override nor its key."""
-    from conf.validation import ConfigValueError
+    from hpml.conf.validation import ConfigValueError
 
     for override in overrides:
         if override.value_type == ValueType.INTERVAL_SWEEP:
@@ -245,7 +245,7 @@ class HpmlSweeper(BasicSweeper):
             allowed = isinstance(value, bool) or (type(value) is int and value in (0, 1)) or (
                 isinstance(value, str) and value.lower() in ("true", "false"))
             if not allowed:
-                from conf.validation import ConfigValueError, shown
+                from hpml.conf.validation import ConfigValueError, shown
 
                 raise ConfigValueError(f"{key}={shown(value)} is not allowed: true or false")
         self._checked.add(cache_key)
@@ -274,7 +274,7 @@ class HpmlSweeper(BasicSweeper):
         return self._parsed[line]
 
     def sweep(self, arguments: List[str]) -> Any:
-        from launcher.planner import active_plan
+        from hpml.launcher.planner import active_plan
 
         self._parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self._group_cache: Dict[str, bool] = {}

@@ -66,7 +66,7 @@ def model_names() -> List[Tuple[str, str]]:
     """(name, where it comes from) of every model model-stats takes."""
     import torchvision
 
-    from models.names import HPML_MODELS
+    from hpml.models.names import HPML_MODELS
 
     return ([(name, "hpml") for name in sorted(HPML_MODELS)]
             + [(name, "torchvision") for name in torchvision.models.list_models(module=torchvision.models)])
@@ -143,7 +143,7 @@ def check_arguments(argv: Sequence[str]) -> None:
 
 def report(args: argparse.Namespace) -> Tuple[str, list, object]:
     """(heading, sections, stats or None), after every check; nothing written yet."""
-    from models.stats import tables
+    from hpml.models.stats import tables
 
     check_output("--out", args.out)
     check_output("--figure", args.figure, ".png")
@@ -155,7 +155,7 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
                                               ("--no-bias", args.no_bias or None)) if value is not None]
         if given:
             raise ModelStatsError(f"--inception takes --input, --format and --out only, not {', '.join(given)}")
-        from models.stats.inception import compare
+        from hpml.models.stats.inception import compare
 
         shape = parse_input(args.input or INCEPTION_INPUT)
         try:
@@ -170,8 +170,8 @@ def report(args: argparse.Namespace) -> Tuple[str, list, object]:
             raise ModelStatsError(f"{option} must be an integer from 1 to {MAX_SIZE}, got {value}")
     import torch
 
-    from models.stats.counting import model_stats
-    from models.stats.layers import meta_model
+    from hpml.models.stats.counting import model_stats
+    from hpml.models.stats.layers import meta_model
 
     classes = args.classes or 1000
     try:
@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModelStatsError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2
-    from models.stats.tables import render
+    from hpml.models.stats.tables import render
 
     text = render(heading, sections, args.format)
     if args.out is None:
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         print(f"wrote {args.out}")
     if args.figure is not None:
-        from models.stats.figure import draw_layers
+        from hpml.models.stats.figure import draw_layers
 
         print(f"wrote {args.figure}" if draw_layers(stats, args.figure) else "no layer with FLOPs or parameters: "
               "no figure written")

@@ -19,9 +19,16 @@ from typing import List, Optional, Sequence
 import torch
 from torch import nn
 
-from models.stats.layers import (LINEAR_TYPES, CountedForward, LayerRow, count_forward, meta_model, module_name,
-                                own_parameters)
-from models.stats.receptive_field import Field, model_receptive_fields
+from hpml.models.stats.layers import (
+    LINEAR_TYPES,
+    CountedForward,
+    LayerRow,
+    count_forward,
+    meta_model,
+    module_name,
+    own_parameters,
+)
+from hpml.models.stats.receptive_field import Field, model_receptive_fields
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def leaf_calls(model: nn.Module, example: torch.Tensor) -> List[Tuple[str, nn.Mo
 def meta_model(name: str, num_classes: int = 1000, cifar_stem: bool = False) -> nn.Module:
     """A torchvision or hpml model by name, its parameters and buffers on the meta device (no memory, no
     initialisation cost), in eval mode."""
-    from models.build import build_classifier
+    from hpml.models.build import build_classifier
 
     try:
         with torch.device("meta"):

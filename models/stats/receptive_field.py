@@ -24,7 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from torch import nn
 
-from models.stats.layers import LINEAR_TYPES, LayerRow, leaf_modules, module_name
+from hpml.models.stats.layers import LINEAR_TYPES, LayerRow, leaf_modules, module_name
 
 # layers whose field is the whole input: every output sees every input pixel
 _WHOLE_INPUT = LINEAR_TYPES + (nn.Flatten,)

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from contract.result_format import SCHEMA_VERSION
-from contract.sweep_layout import MANIFEST_FILE, MANIFEST_VERSION, RESULT_FILE, point_dir
+from hpml.contract.result_format import SCHEMA_VERSION
+from hpml.contract.sweep_layout import MANIFEST_FILE, MANIFEST_VERSION, RESULT_FILE, point_dir
 
 
 def envelope(workload: Dict[str, Any], *, point: int, sweep: str = "study", repeat: int = 0, nodes: int = 1,

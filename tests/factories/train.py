@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from analysis.train.runs import PHASES
+from hpml.analysis.train.runs import PHASES
 from tests.factories import envelope
 
 

@@ -1,7 +1,7 @@
 """All-reduce bandwidth micro-benchmark, like nccl-tests' all_reduce_perf (sum, in place).
 
 Started by torchrun, one worker per GPU (NCCL) or per CPU slot (gloo):
-    python -m workloads.allreduce --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.allreduce --config <sweep>/points/<n>/config.yaml
 Rank 0 writes result.json beside the config.
 
 For every message size, doubling from workload.min_bytes to workload.max_bytes:
@@ -37,13 +37,13 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.dtypes import DTYPE_BYTES, DType
-from conf.workload.allreduce import AllreduceConfig, AllreduceImpl
-from contract.collectives import algbw_GBps, busbw_GBps
-from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.timing import StepClock, synchronize, wall_s
-from workloads.common.worker import start_worker
+from hpml.conf.dtypes import DTYPE_BYTES, DType
+from hpml.conf.workload.allreduce import AllreduceConfig, AllreduceImpl
+from hpml.contract.collectives import algbw_GBps, busbw_GBps
+from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.timing import StepClock, synchronize, wall_s
+from hpml.workloads.common.worker import start_worker
 
 TORCH_DTYPES = {DType.float32: torch.float32, DType.bfloat16: torch.bfloat16, DType.float16: torch.float16}
 

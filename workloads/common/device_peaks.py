@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import torch
 
-from contract.rates import matmul_flops
-from workloads.common.timing import StepClock, synchronize, wall_s
+from hpml.contract.rates import matmul_flops
+from hpml.workloads.common.timing import StepClock, synchronize, wall_s
 
 # matmul dtypes, named as conf.hardware.gpu_peaks' tflops keys; tf32 is float32 with TF32 tensor cores on
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16")

@@ -13,7 +13,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from workloads.common.point_config import WorkerSetup
+from hpml.workloads.common.point_config import WorkerSetup
 
 # Bound on any one collective (gloo) or on the NCCL watchdog, and on forming the group. It only matters when a
 # peer hangs or a remote node dies: a worker whose torchrun dies goes at once (die_with_torchrun), and torchrun

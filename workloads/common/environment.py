@@ -9,8 +9,8 @@ from typing import Dict, List, Mapping
 import torch
 import torch.distributed as dist
 
-from workloads.common.cpu import ISA_OVERRIDES, describe_cpu
-from workloads.common.provenance import code_provenance, gpu_provenance
+from hpml.workloads.common.cpu import ISA_OVERRIDES, describe_cpu
+from hpml.workloads.common.provenance import code_provenance, gpu_provenance
 
 # Only these variables are recorded: enough to reproduce a run, never the whole (secret-bearing) environment.
 # Every NCCL_* variable is recorded too (ENV_ALLOW_PREFIXES): NCCL's tuning knobs (NCCL_MIN_NCHANNELS,

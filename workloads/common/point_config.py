@@ -17,8 +17,8 @@ from typing import Any, Dict, Sequence, Tuple
 
 import yaml
 
-from conf.schema import TelemetryConfig, config_from_dict
-from conf.workload_contract import WorkloadConfig
+from hpml.conf.schema import TelemetryConfig, config_from_dict
+from hpml.conf.workload_contract import WorkloadConfig
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def read_point_config(path: str | Path) -> Tuple[WorkerSetup, Dict[str, Any]]:
 
 
 def parse_worker_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)  # run as `python -m workloads.<name>`
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)  # run as `python -m hpml.workloads.<name>`
     prog = f"python -m {spec.parent}" if spec is not None and spec.parent else None
     parser = argparse.ArgumentParser(prog=prog, description="hpml workload worker (started by torchrun)")
     parser.add_argument("--config", required=True, help="the point's resolved config.yaml")

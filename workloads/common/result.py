@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from contract.jsonio import utc_now, write_json_atomic
-from contract.result_format import SCHEMA_VERSION, STATUSES
-from contract.sweep_layout import RESULT_FILE, point_number
+from hpml.contract.jsonio import utc_now, write_json_atomic
+from hpml.contract.result_format import SCHEMA_VERSION, STATUSES
+from hpml.contract.sweep_layout import RESULT_FILE, point_number
 
 
 def point_identity(config: Dict[str, Any], point_dir: Path) -> Dict[str, Any]:

@@ -21,14 +21,14 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 import torch
 import torch.distributed as dist
 
-from conf.workload_contract import WorkloadConfig
-from contract.jsonio import utc_now
-from contract.result_format import reason_line
-from workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
-from workloads.common.environment import describe_environment
-from workloads.common.point_config import parse_worker_args, read_point_config
-from workloads.common.result import build_result, write_result
-from workloads.common.telemetry import Telemetry, start_telemetry, telemetry_block
+from hpml.conf.workload_contract import WorkloadConfig
+from hpml.contract.jsonio import utc_now
+from hpml.contract.result_format import reason_line
+from hpml.workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
+from hpml.workloads.common.environment import describe_environment
+from hpml.workloads.common.point_config import parse_worker_args, read_point_config
+from hpml.workloads.common.result import build_result, write_result
+from hpml.workloads.common.telemetry import Telemetry, start_telemetry, telemetry_block
 
 
 def original_message(message: str, type_name: str) -> str:

@@ -2,7 +2,7 @@
 copies, unified memory, unified memory prefetched (HPML lab 5, problem 3).
 
 Started by torchrun, one worker (the schema allows no more: conf/workload/cuda_vecadd.py):
-    python -m workloads.cuda_vecadd --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.cuda_vecadd --config <sweep>/points/<n>/config.yaml
 
 On a GPU point the worker
   1. builds the grid's program for the device's own arch (sm_90 on Hopper), cached (build_cache.py): the CUDA
@@ -28,14 +28,14 @@ from typing import Any, Dict, Optional, Sequence
 import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.hardware.gpu_peaks import peaks_for_device
-from conf.workload.cuda_vecadd import BuildPath, CudaVecaddConfig, gpu_build_path
-from contract.vecadd_format import copy_GBps, kernel_GBps, kernel_bytes, repetition_totals
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.worker import start_worker
-from workloads.cuda_vecadd.cpu_path import build_cpu, run_cpu
-from workloads.cuda_vecadd.nvcc_path import build_nvcc, cuda_arguments, run_nvcc
-from workloads.cuda_vecadd.programs import PART_METHODS, ProgramRun
+from hpml.conf.hardware.gpu_peaks import peaks_for_device
+from hpml.conf.workload.cuda_vecadd import BuildPath, CudaVecaddConfig, gpu_build_path
+from hpml.contract.vecadd_format import copy_GBps, kernel_bytes, kernel_GBps, repetition_totals
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.worker import start_worker
+from hpml.workloads.cuda_vecadd.cpu_path import build_cpu, run_cpu
+from hpml.workloads.cuda_vecadd.nvcc_path import build_nvcc, cuda_arguments, run_nvcc
+from hpml.workloads.cuda_vecadd.programs import PART_METHODS, ProgramRun
 
 # The largest size's arrays (12 K bytes) may take at most this share of the GPU's free memory: managed memory
 # beyond what the card has can hang the GPU, not only the program.
@@ -71,7 +71,7 @@ def run_gpu_grid(cfg: CudaVecaddConfig, device: torch.device, telemetry: Telemet
         with telemetry.phase("gpu_grid", timed=True):
             run = run_nvcc(built.file, arguments, progress=True)
     else:
-        from workloads.cuda_vecadd.nvrtc_path import NvrtcGrid, build_nvrtc
+        from hpml.workloads.cuda_vecadd.nvrtc_path import NvrtcGrid, build_nvrtc
 
         built = build_nvrtc(arch)
         grid = NvrtcGrid(built.file, device.index, corrupt=corrupt)

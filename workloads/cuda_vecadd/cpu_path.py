@@ -8,9 +8,9 @@ import platform
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from conf.workload.cuda_vecadd import host_cxx
-from workloads.cuda_vecadd.build_cache import BuildRequest, Built, Toolchain, build, run_compiler, version_text
-from workloads.cuda_vecadd.programs import CPU_PROGRAM, HOST_HEADER, ProgramRun, grid_arguments, run_program
+from hpml.conf.workload.cuda_vecadd import host_cxx
+from hpml.workloads.cuda_vecadd.build_cache import BuildRequest, Built, Toolchain, build, run_compiler, version_text
+from hpml.workloads.cuda_vecadd.programs import CPU_PROGRAM, HOST_HEADER, ProgramRun, grid_arguments, run_program
 
 # -pthread: the untimed fill and check use threads (the timed loop does not). No -march=native: a cached build
 # may run on another node of the cluster.

@@ -7,9 +7,15 @@ import shutil
 from pathlib import Path
 from typing import List, Sequence
 
-from workloads.cuda_vecadd.build_cache import BuildRequest, Built, Toolchain, build, run_compiler, version_text
-from workloads.cuda_vecadd.programs import (CUDA_PROGRAM, HOST_HEADER, KERNELS_HEADER, ProgramRun, grid_arguments,
-                                            run_program)
+from hpml.workloads.cuda_vecadd.build_cache import BuildRequest, Built, Toolchain, build, run_compiler, version_text
+from hpml.workloads.cuda_vecadd.programs import (
+    CUDA_PROGRAM,
+    HOST_HEADER,
+    KERNELS_HEADER,
+    ProgramRun,
+    grid_arguments,
+    run_program,
+)
 
 OUTPUT = "vecadd"
 

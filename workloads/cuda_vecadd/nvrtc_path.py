@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from workloads.cuda_vecadd.build_cache import BuildRequest, Built, Toolchain, build
-from workloads.cuda_vecadd.programs import KERNELS_HEADER, ProgramRun, progress_line
+from hpml.workloads.cuda_vecadd.build_cache import BuildRequest, Built, Toolchain, build
+from hpml.workloads.cuda_vecadd.programs import KERNELS_HEADER, ProgramRun, progress_line
 
 OUTPUT = "vecadd_kernels.cubin"
 KERNEL_NAMES = {"one_thread": "vecadd_one_thread", "one_block": "vecadd_one_block",

@@ -1,7 +1,7 @@
 """The data-loader study: the training set iterated as training would iterate it, with no model.
 
 Started by torchrun, one worker per GPU (or per CPU slot):
-    python -m workloads.dataloader --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.dataloader --config <sweep>/points/<n>/config.yaml
 Rank 0 writes result.json beside the config.
 
 One point is one loader setting: the data set read by train's own reader and transforms, batches of
@@ -21,15 +21,15 @@ from typing import Any, Dict, Sequence
 import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.dataloader import DataloaderConfig
-from conf.workload.train import DataPlacement
-from contract.result_format import WARMUP_EPOCHS, timed_epoch_indices
-from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.timing import synchronize, wall_s
-from workloads.common.worker import start_worker
-from workloads.dataloader.epochs import TIMING, gathered, load_average, run_epochs, usable_cpus
-from workloads.dataloader.sources import device_epochs, host_loader, loader_settings
+from hpml.conf.workload.dataloader import DataloaderConfig
+from hpml.conf.workload.train import DataPlacement
+from hpml.contract.result_format import WARMUP_EPOCHS, timed_epoch_indices
+from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.timing import synchronize, wall_s
+from hpml.workloads.common.worker import start_worker
+from hpml.workloads.dataloader.epochs import TIMING, gathered, load_average, run_epochs, usable_cpus
+from hpml.workloads.dataloader.sources import device_epochs, host_loader, loader_settings
 
 
 def measure(cfg: DataloaderConfig, ctx: DistContext, seed: int, telemetry: Telemetry = NO_TELEMETRY) -> Dict:

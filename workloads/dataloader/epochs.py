@@ -17,8 +17,8 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.timing import synchronize, wall_s
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.timing import synchronize, wall_s
 
 TIMING = {
     "epoch": ("wall clock (time.perf_counter) per rank from a barrier at the epoch's start, through iter(batches) "

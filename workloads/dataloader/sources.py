@@ -20,12 +20,12 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
-from conf.workload.dataloader import DataloaderConfig
-from conf.workload.train import Dataset as DatasetKind
-from conf.workload.train import Precision
-from workloads.common.distributed import DistContext
-from workloads.train.data import build_dataset
-from workloads.train.device_data import DeviceEpochs, decode_split, fit_problem, free_memory_bytes
+from hpml.conf.workload.dataloader import DataloaderConfig
+from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.conf.workload.train import Precision
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train.data import build_dataset
+from hpml.workloads.train.device_data import DeviceEpochs, decode_split, fit_problem, free_memory_bytes
 
 DEFAULT_PREFETCH = 2  # PyTorch's prefetch_factor when num_workers > 0 and none is given
 

@@ -2,7 +2,7 @@
 next to the device's peaks measured in the same run.
 
 Started by torchrun, one worker (conf/workload/paleo.py allows one):
-    python -m workloads.paleo --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.paleo --config <sweep>/points/<n>/config.yaml
 It writes result.json beside the config.
 
   1. The model (models.build_classifier: hpml's own or torchvision's), eval mode, in workload.dtype (weights
@@ -32,15 +32,20 @@ from typing import Any, Dict, Sequence
 import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.hardware.gpu_peaks import peaks_by_key, peaks_for_device
-from conf.workload.paleo import PaleoConfig
-from models.build import build_classifier
-from models.stats.layers import count_forward
-from workloads.common.device_peaks import copy_times, matmul_times
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.worker import start_worker
-from workloads.paleo.timing import (FORWARD_METHOD_CPU, FORWARD_METHOD_CUDA, LAYER_METHOD_CPU, LAYER_METHOD_CUDA,
-                                    run_rounds)
+from hpml.conf.hardware.gpu_peaks import peaks_by_key, peaks_for_device
+from hpml.conf.workload.paleo import PaleoConfig
+from hpml.models.build import build_classifier
+from hpml.models.stats.layers import count_forward
+from hpml.workloads.common.device_peaks import copy_times, matmul_times
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.worker import start_worker
+from hpml.workloads.paleo.timing import (
+    FORWARD_METHOD_CPU,
+    FORWARD_METHOD_CUDA,
+    LAYER_METHOD_CPU,
+    LAYER_METHOD_CUDA,
+    run_rounds,
+)
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

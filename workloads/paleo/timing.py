@@ -21,8 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from models.stats.layers import hooked_leaf_calls
-from workloads.common.timing import synchronize
+from hpml.models.stats.layers import hooked_leaf_calls
+from hpml.workloads.common.timing import synchronize
 
 FORWARD_METHOD_CUDA = ("whole forward without hooks: torch.cuda.synchronize(), CUDA event, model(x), CUDA event, "
                        "synchronize; the event interval")

@@ -1,1 +1,1 @@
-"""The hardware probe workload (python -m workloads.probe): measured peaks of each GPU; see __main__.py."""
+"""The hardware probe workload (python -m hpml.workloads.probe): measured peaks of each GPU; see __main__.py."""

@@ -1,7 +1,7 @@
 """The hardware probe: measured peaks of every GPU of the allocation, next to the published ones.
 
 Started by torchrun, one worker per GPU (or one CPU worker):
-    python -m workloads.probe --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.probe --config <sweep>/points/<n>/config.yaml
 Rank 0 writes result.json beside the config.
 
 The GPUs are measured one after the other (rank 0 first, the others waiting at a barrier), so that each is
@@ -34,13 +34,13 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.hardware.gpu_peaks import peaks_for_device
-from contract.rates import GBps, tflops_per_s
-from conf.workload.probe import ProbeConfig
-from workloads.common import device_peaks
-from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.worker import start_worker
+from hpml.conf.hardware.gpu_peaks import peaks_for_device
+from hpml.conf.workload.probe import ProbeConfig
+from hpml.contract.rates import GBps, tflops_per_s
+from hpml.workloads.common import device_peaks
+from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.worker import start_worker
 
 TRANSFERS = [("h2d", True), ("h2d", False), ("d2h", True), ("d2h", False)]  # (direction, pinned host memory)
 

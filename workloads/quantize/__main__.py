@@ -1,7 +1,7 @@
 """Post-training quantization of a small CNN to 8-bit fixed point, stage by stage (docs/studies/quantization.md).
 
 Started by torchrun, one worker on the CPU:
-    python -m workloads.quantize --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.quantize --config <sweep>/points/<n>/config.yaml
 
 1. the float model: trained here (seeded by sweep.seed) or read from workload.model_path (float_model.py);
 2. the model as a chain of layers, batch norm folded (plan.py), checked against the model's own forward;
@@ -23,18 +23,18 @@ from typing import Dict, List, Sequence
 import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.quantize import QuantizeConfig
-from contract.quantize_format import STAGES, agreement, payload_bytes, top1
-from workloads.common.worker import start_worker
-from workloads.quantize import torch_ao
-from workloads.quantize.calibration import calibration_activations, summary
-from workloads.quantize.data import calibration_images, load_splits
-from workloads.quantize.float_model import FloatModel, loaded, train, untrained
-from workloads.quantize.integer_only import Observed, integer_forward
-from workloads.quantize.plan import build_plan
-from workloads.quantize.quantized_net import QuantizedNet, ScaleRule, layer_record, quantize_net
-from workloads.quantize.simulated import SIMULATED, stage_forward
-from workloads.quantize.stages import TIMING_METHOD, serialized_bytes, timed_passes
+from hpml.conf.workload.quantize import QuantizeConfig
+from hpml.contract.quantize_format import STAGES, agreement, payload_bytes, top1
+from hpml.workloads.common.worker import start_worker
+from hpml.workloads.quantize import torch_ao
+from hpml.workloads.quantize.calibration import calibration_activations, summary
+from hpml.workloads.quantize.data import calibration_images, load_splits
+from hpml.workloads.quantize.float_model import FloatModel, loaded, train, untrained
+from hpml.workloads.quantize.integer_only import Observed, integer_forward
+from hpml.workloads.quantize.plan import build_plan
+from hpml.workloads.quantize.quantized_net import QuantizedNet, ScaleRule, layer_record, quantize_net
+from hpml.workloads.quantize.simulated import SIMULATED, stage_forward
+from hpml.workloads.quantize.stages import TIMING_METHOD, serialized_bytes, timed_passes
 
 PLAN_CHECK_IMAGES = 16  # held-out images the chain is checked on against the model's own forward
 

@@ -13,7 +13,7 @@ from typing import Dict, List
 
 import torch
 
-from workloads.quantize.plan import Layer, Plan
+from hpml.workloads.quantize.plan import Layer, Plan
 
 
 def summary(values: torch.Tensor, bins: int) -> Dict:

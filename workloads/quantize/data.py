@@ -14,7 +14,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 import torch
 
-from conf.workload.quantize import QuantDataset, QuantizeConfig
+from hpml.conf.workload.quantize import QuantDataset, QuantizeConfig
 
 
 @dataclass
@@ -32,7 +32,7 @@ def normalized(images_uint8: torch.Tensor, mean: Sequence[float], std: Sequence[
 
 
 def _cifar10(root: str, train: bool) -> Tuple[torch.Tensor, torch.Tensor, List[str]]:
-    from workloads.train.data import local_cifar10  # the train workload's reader: the same files, the same checks
+    from hpml.workloads.train.data import local_cifar10  # the train workload's reader: the same files, the same checks
 
     data = local_cifar10(root, transform=None, train=train)
     images = torch.from_numpy(data.data).permute(0, 3, 1, 2).contiguous()  # N x H x W x C -> N x C x H x W
@@ -41,7 +41,7 @@ def _cifar10(root: str, train: bool) -> Tuple[torch.Tensor, torch.Tensor, List[s
 
 def _digits() -> Tuple[Tuple[torch.Tensor, torch.Tensor], Tuple[torch.Tensor, torch.Tensor], List[str]]:
     """`hpml data digits`' images and split (seed 0), without the files: gray planes repeated as R, G, B."""
-    from dataprep import digits_cifar as dc
+    from hpml.dataprep import digits_cifar as dc
 
     digits = dc.load_digits_32()
     split = dc.stratified_split(digits.labels, seed=0)

@@ -16,11 +16,11 @@ from typing import Dict, List, Optional
 import torch
 from torch import nn
 
-from conf.workload.quantize import QuantizeConfig
-from models.hw5_cnn import HW5CNN
-from workloads.common.timing import wall_s
-from workloads.quantize.data import Split
-from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD
+from hpml.conf.workload.quantize import QuantizeConfig
+from hpml.models.hw5_cnn import HW5CNN
+from hpml.workloads.common.timing import wall_s
+from hpml.workloads.quantize.data import Split
+from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD
 
 
 @dataclass
@@ -35,7 +35,7 @@ class FloatModel:
 def build(name: str, num_classes: int) -> nn.Module:
     if name == "hw5_cnn":
         return HW5CNN(num_classes)
-    from models.build import build_classifier
+    from hpml.models.build import build_classifier
 
     return build_classifier(name, num_classes=num_classes)
 
@@ -78,7 +78,7 @@ def untrained(cfg: QuantizeConfig, seed: int) -> FloatModel:
 
 def loaded(path: Optional[str]) -> FloatModel:
     """The model a train run kept (the preflight already checked the file and its model name)."""
-    from evaluation.models import load_saved, rebuild
+    from hpml.evaluation.models import load_saved, rebuild
 
     file = Path(path)
     saved = load_saved(file, file.parent)

@@ -19,10 +19,16 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from workloads.quantize.fixed_point import (INT8_MAX, INT8_MIN, check_integer_range, clipped_count, quantize,
-                                            rounding_divide)
-from workloads.quantize.plan import Layer, Pool
-from workloads.quantize.quantized_net import QuantizedNet, QuantLayer
+from hpml.workloads.quantize.fixed_point import (
+    INT8_MAX,
+    INT8_MIN,
+    check_integer_range,
+    clipped_count,
+    quantize,
+    rounding_divide,
+)
+from hpml.workloads.quantize.plan import Layer, Pool
+from hpml.workloads.quantize.quantized_net import QuantizedNet, QuantLayer
 
 
 def int_conv2d(x: torch.Tensor, w: torch.Tensor, stride: tuple, padding: tuple) -> torch.Tensor:

@@ -13,10 +13,23 @@ from typing import Dict, List
 
 import torch
 
-from workloads.quantize.fixed_point import (INT8_MAX, INT8_MIN, INT32_MAX, INT32_MIN, RangeCheck, Requantizer,
-                                            bias_scale, check_integer_range, clipped_count, quantize, quantize_bias,
-                                            requantizer, scale_from_range, value_range)
-from workloads.quantize.plan import Layer, Plan
+from hpml.workloads.quantize.fixed_point import (
+    INT8_MAX,
+    INT8_MIN,
+    INT32_MAX,
+    INT32_MIN,
+    RangeCheck,
+    Requantizer,
+    bias_scale,
+    check_integer_range,
+    clipped_count,
+    quantize,
+    quantize_bias,
+    requantizer,
+    scale_from_range,
+    value_range,
+)
+from hpml.workloads.quantize.plan import Layer, Plan
 
 
 @dataclass(frozen=True)

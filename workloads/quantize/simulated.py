@@ -17,9 +17,9 @@ from typing import Dict
 
 import torch
 
-from workloads.quantize.fixed_point import dequantize, fake_quantize
-from workloads.quantize.plan import Layer, Pool
-from workloads.quantize.quantized_net import QuantizedNet
+from hpml.workloads.quantize.fixed_point import dequantize, fake_quantize
+from hpml.workloads.quantize.plan import Layer, Pool
+from hpml.workloads.quantize.quantized_net import QuantizedNet
 
 SIMULATED: Dict[str, Dict[str, bool]] = {
     "float": {"weights": False, "activations": False, "biases": False},

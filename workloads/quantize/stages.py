@@ -18,9 +18,9 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
-from workloads.common.timing import wall_s
-from workloads.quantize.fixed_point import Requantizer, power_of_two_exponent
-from workloads.quantize.quantized_net import QuantizedNet
+from hpml.workloads.common.timing import wall_s
+from hpml.workloads.quantize.fixed_point import Requantizer, power_of_two_exponent
+from hpml.workloads.quantize.quantized_net import QuantizedNet
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
 

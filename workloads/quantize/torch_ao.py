@@ -34,9 +34,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 from torch import nn
 
-from workloads.quantize.fixed_point import dequantize
-from workloads.quantize.plan import Plan
-from workloads.quantize.quantized_net import QuantizedNet
+from hpml.workloads.quantize.fixed_point import dequantize
+from hpml.workloads.quantize.plan import Plan
+from hpml.workloads.quantize.quantized_net import QuantizedNet
 
 UINT8_ZERO_POINT = 128  # quint8 value of hpml's int8 0: q_uint8 = q_int8 + 128
 
@@ -154,7 +154,7 @@ def choose_engine(requested: str, engines: List[str], exact: Dict[str, bool], cp
 
 def engine_block(requested: str) -> Dict[str, object]:
     """The torch_ao block's engine part: {"engine", "engine_reason", "engines_exact": {engine: bool}}."""
-    from workloads.common.cpu import ISA_OVERRIDES, describe_cpu
+    from hpml.workloads.common.cpu import ISA_OVERRIDES, describe_cpu
 
     engines = available_engines()
     with warnings.catch_warnings():

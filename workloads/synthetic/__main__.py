@@ -1,7 +1,7 @@
 """Horovod's synthetic benchmark on torch.distributed, timed on the device.
 
 Started by torchrun, one worker per GPU (NCCL) or per CPU slot (gloo):
-    python -m workloads.synthetic --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.synthetic --config <sweep>/points/<n>/config.yaml
 Rank 0 writes result.json beside the config.
 
 The protocol is that of Horovod's examples/pytorch/pytorch_synthetic_benchmark.py:
@@ -48,16 +48,22 @@ import torch
 import torchvision
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.synthetic import GradientSync, NcclAlgo, SyntheticConfig
-from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.worker import start_worker
-from workloads.synthetic.horovod_style import DistributedOptimizer
-from workloads.synthetic.nccl_algo import export_nccl_algo
-from workloads.synthetic.paired import paired_check, paired_measurements
-from workloads.synthetic.protocol import (align_ranks, images_per_iteration, print_like_horovod, run_protocol,
-                                          summarize, timing_methods)
-from workloads.synthetic.steps import make_step, random_batch, with_gradient_sync
+from hpml.conf.workload.synthetic import GradientSync, NcclAlgo, SyntheticConfig
+from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.worker import start_worker
+from hpml.workloads.synthetic.horovod_style import DistributedOptimizer
+from hpml.workloads.synthetic.nccl_algo import export_nccl_algo
+from hpml.workloads.synthetic.paired import paired_check, paired_measurements
+from hpml.workloads.synthetic.protocol import (
+    align_ranks,
+    images_per_iteration,
+    print_like_horovod,
+    run_protocol,
+    summarize,
+    timing_methods,
+)
+from hpml.workloads.synthetic.steps import make_step, random_batch, with_gradient_sync
 
 
 def benchmark(cfg: SyntheticConfig, ctx: DistContext, seed: int, telemetry: Telemetry = NO_TELEMETRY

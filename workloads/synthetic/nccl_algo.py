@@ -15,7 +15,7 @@ from typing import Optional
 
 import torch
 
-from conf.workload.synthetic import NcclAlgo, SyntheticConfig
+from hpml.conf.workload.synthetic import NcclAlgo, SyntheticConfig
 
 PER_COLLECTIVE_NCCL = (2, 24)  # NCCL_ALGO="allreduce:tree" (one collective's algorithm) from NCCL 2.24 on
 

@@ -24,8 +24,8 @@ from typing import Callable, Dict, List
 
 import torch
 
-from conf.workload.synthetic import GradientSync
-from workloads.common.timing import StepClock
+from hpml.conf.workload.synthetic import GradientSync
+from hpml.workloads.common.timing import StepClock
 
 METHODS = (GradientSync.ddp, GradientSync.horovod)
 METHOD = ("DDP and Horovod-style on copies of one model in one process; after num_warmup_batches untimed "

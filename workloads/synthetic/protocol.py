@@ -9,10 +9,10 @@ from typing import Callable, Dict, List
 import torch
 import torch.distributed as dist
 
-from conf.workload.synthetic import SyntheticConfig
-from workloads.common.distributed import DistContext
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.timing import StepClock, wall_s
+from hpml.conf.workload.synthetic import SyntheticConfig
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.timing import StepClock, wall_s
 
 HOST_METHOD = ("time.perf_counter() at the same iteration boundaries, no device synchronize (what Horovod's "
                "timeit measures: on a GPU, the time to queue the work)")

@@ -11,10 +11,14 @@ import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from conf.workload.synthetic import GradientSync, SyntheticConfig
-from workloads.common.distributed import DistContext
-from workloads.synthetic.horovod_style import (MB, DistributedOptimizer, broadcast_optimizer_state,
-                                              broadcast_parameters)
+from hpml.conf.workload.synthetic import GradientSync, SyntheticConfig
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.synthetic.horovod_style import (
+    MB,
+    DistributedOptimizer,
+    broadcast_optimizer_state,
+    broadcast_parameters,
+)
 
 Step = Callable[[], None]
 

@@ -2,7 +2,7 @@
 
 Started by torchrun, one worker per GPU (NCCL) or per CPU slot (gloo), or one worker per node driving
 several GPUs with DataParallel (workload.parallel=dp):
-    python -m workloads.train --config <sweep>/points/<n>/config.yaml
+    python -m hpml.workloads.train --config <sweep>/points/<n>/config.yaml
 Rank 0 writes result.json beside the config. Epoch 1 is warm-up: the reported epoch time is the mean of
 epochs 2..N, each epoch's time being that of its slowest rank.
 
@@ -27,25 +27,25 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from conf.workload.train import DataPlacement, Dataset, TrainConfig
-from contract.result_format import WARMUP_EPOCHS
-from contract.sweep_layout import CHECKPOINT_FILE
-from workloads.common.checkpoint import EpochCheckpoint
-from workloads.common.distributed import DistContext
-from workloads.common.telemetry import NO_TELEMETRY, Telemetry
-from workloads.common.timing import wall_s
-from workloads.common.worker import start_worker
-from workloads.train import lr_schedule, parallel
-from workloads.train.data import build_loader, per_worker_batch, placement_used, resolve_dataset, set_epoch
-from workloads.train.device_data import device_data
-from workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
-from workloads.train.evaluation import eval_loader, evaluate
-from workloads.train.lr_schedule import target_lr
-from workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
-from workloads.train.model import build_model, configure_backends, gradient_bytes
-from workloads.train.phases import PhaseClock
-from workloads.train.saved_model import save_model
-from workloads.train.tta import EvaluationLog
+from hpml.conf.workload.train import DataPlacement, Dataset, TrainConfig
+from hpml.contract.result_format import WARMUP_EPOCHS
+from hpml.contract.sweep_layout import CHECKPOINT_FILE
+from hpml.workloads.common.checkpoint import EpochCheckpoint
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
+from hpml.workloads.common.timing import wall_s
+from hpml.workloads.common.worker import start_worker
+from hpml.workloads.train import lr_schedule, parallel
+from hpml.workloads.train.data import build_loader, per_worker_batch, placement_used, resolve_dataset, set_epoch
+from hpml.workloads.train.device_data import device_data
+from hpml.workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
+from hpml.workloads.train.evaluation import eval_loader, evaluate
+from hpml.workloads.train.lr_schedule import target_lr
+from hpml.workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
+from hpml.workloads.train.model import build_model, configure_backends, gradient_bytes
+from hpml.workloads.train.phases import PhaseClock
+from hpml.workloads.train.saved_model import save_model
+from hpml.workloads.train.tta import EvaluationLog
 
 
 def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: Dataset, extras: Extras,

@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-from workloads.common.worker import is_out_of_memory
+from hpml.workloads.common.worker import is_out_of_memory
 
 
 def _cleanup(device: torch.device) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
-from models.stages import features_sequential, residual_stages
+from hpml.models.stages import features_sequential, residual_stages
 
 FEATURE_SEGMENTS = 4  # a `features` Sequential is cut into this many checkpointed runs of modules
 

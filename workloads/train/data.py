@@ -15,14 +15,14 @@ from typing import Any, Iterator, List, Optional, Tuple
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from conf.data_on_disk import cifar10_on_disk
-from conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, per_worker_batch
-from conf.workload.train import Dataset as DatasetKind
-from workloads.common.distributed import DistContext
-from workloads.train.augment import Cutout
-from workloads.train.copies import collate_of, with_copies
-from workloads.train.image_files import load_image
-from workloads.train.model import memory_format
+from hpml.conf.data_on_disk import cifar10_on_disk
+from hpml.conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, per_worker_batch
+from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train.augment import Cutout
+from hpml.workloads.train.copies import collate_of, with_copies
+from hpml.workloads.train.image_files import load_image
+from hpml.workloads.train.model import memory_format
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)

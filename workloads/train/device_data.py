@@ -28,13 +28,13 @@ from typing import Iterator, List, Tuple
 import torch
 from torch.utils.data import DistributedSampler
 
-from conf.workload.train import Dataset as DatasetKind
-from conf.workload.train import TrainConfig
-from workloads.common.distributed import DistContext
-from workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
-from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
-from workloads.train.image_files import load_image
-from workloads.train.model import input_dtype, memory_format
+from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.conf.workload.train import TrainConfig
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
+from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from hpml.workloads.train.image_files import load_image
+from hpml.workloads.train.model import input_dtype, memory_format
 
 
 @dataclass

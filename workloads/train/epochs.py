@@ -15,11 +15,11 @@ from typing import Callable, Dict, Iterator, List, Optional
 import torch
 import torch.distributed as dist
 
-from conf.workload.train import Precision, TrainConfig
-from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.train import accumulation
-from workloads.train.model import autocast, memory_format
-from workloads.train.phases import PHASES, NullClock, PhaseClock, train_seconds
+from hpml.conf.workload.train import Precision, TrainConfig
+from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.train import accumulation
+from hpml.workloads.train.model import autocast, memory_format
+from hpml.workloads.train.phases import PHASES, NullClock, PhaseClock, train_seconds
 
 
 @dataclass

@@ -14,11 +14,12 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from conf.workload.train import Dataset as DatasetKind, TrainConfig
-from workloads.common.distributed import DistContext
-from workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
-from workloads.train.image_files import load_image
-from workloads.train.model import autocast, memory_format
+from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.conf.workload.train import TrainConfig
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from hpml.workloads.train.image_files import load_image
+from hpml.workloads.train.model import autocast, memory_format
 
 
 def held_out_dataset(cfg: TrainConfig) -> Dataset:

@@ -12,7 +12,7 @@ constructor keeps only the original line, as workloads.common.worker.one_line_re
 
 from __future__ import annotations
 
-from workloads.common.worker import original_message
+from hpml.workloads.common.worker import original_message
 
 
 class UnreadableImage(ValueError):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from conf.workload.train import LrDecay, LrScaling, TrainConfig, WarmupFrom
+from hpml.conf.workload.train import LrDecay, LrScaling, TrainConfig, WarmupFrom
 
 
 def target_lr(lr: float, scaling: LrScaling, global_batch: int, base_batch: int) -> float:

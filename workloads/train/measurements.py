@@ -16,16 +16,16 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
-from conf.workload.train import Dataset, Parallel, TrainConfig
-from contract.result_format import timed_epoch_indices
-from workloads.common.distributed import DistContext, all_gather_objects
-from workloads.train import overhead, parallel
-from workloads.train.tta import EvaluationLog, time_to_accuracy
-from workloads.train.batch_probe import probe_max_batch
-from workloads.train.data import per_worker_batch, placement_used
-from workloads.train.device_data import DeviceEpochs
-from workloads.train.epochs import EpochLog, Stepper
-from workloads.train.model import autocast, build_model, memory_format, tf32_in_force
+from hpml.conf.workload.train import Dataset, Parallel, TrainConfig
+from hpml.contract.result_format import timed_epoch_indices
+from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.train import overhead, parallel
+from hpml.workloads.train.batch_probe import probe_max_batch
+from hpml.workloads.train.data import per_worker_batch, placement_used
+from hpml.workloads.train.device_data import DeviceEpochs
+from hpml.workloads.train.epochs import EpochLog, Stepper
+from hpml.workloads.train.model import autocast, build_model, memory_format, tf32_in_force
+from hpml.workloads.train.tta import EvaluationLog, time_to_accuracy
 
 EPOCH_METHOD = ("wall clock from a barrier at the epoch's start to the end of its last step (device "
                 "synchronized), per rank; an epoch's time is its slowest rank's")

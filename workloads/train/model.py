@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from conf.workload.train import Parallel, Precision, TrainConfig
-from models.build import build_classifier
-from workloads.train.checkpointing import checkpoint_stages
-from workloads.common.distributed import DistContext
-
+from hpml.conf.workload.train import Parallel, Precision, TrainConfig
+from hpml.models.build import build_classifier
+from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.train.checkpointing import checkpoint_stages
 
 AUTOCAST_DTYPES = {Precision.fp16: torch.float16, Precision.bf16: torch.bfloat16}  # the precisions that autocast
 

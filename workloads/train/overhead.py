@@ -18,7 +18,7 @@ from typing import Callable, Dict, List
 import torch
 import torch.distributed as dist
 
-from workloads.train.phases import NullClock, PhaseClock
+from hpml.workloads.train.phases import NullClock, PhaseClock
 
 METHOD = ("blocks of N steps, plain (no events) and instrumented (phase events, read after the block) "
           "alternating; each block timed by wall clock between device synchronizes; rate = samples of "

@@ -28,9 +28,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 import torch
 from torch.nn.parallel import DataParallel, DistributedDataParallel
 
-from conf.workload.train import Parallel, TrainConfig
-from workloads.common.distributed import DistContext
-
+from hpml.conf.workload.train import Parallel, TrainConfig
+from hpml.workloads.common.distributed import DistContext
 
 COMM_METHOD = ("after training, on one batch on the device: forward+backward steps under DDP no_sync() "
                "(compute only) and synced, alternating blocks, each step timed (CUDA events / perf_counter); "

@@ -25,7 +25,7 @@ if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then  # a bare 
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
-hpml=(python3 -m launcher.cli)
+hpml=(python3 -m hpml.launcher.cli)
 log=$OUT/$label.log
 {
   echo "# $(basename "$0") $(date -u +%FT%TZ) on $(hostname); git HEAD $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -12,7 +12,7 @@
 # the last result) in $OUT/walls.txt. HPML is how hpml is started (the lent machines have no entry point).
 set -uo pipefail
 OUT=${OUT:-/tmp/cuda_vecadd}
-HPML=${HPML:-"python3 -m launcher.cli"}
+HPML=${HPML:-"python3 -m hpml.launcher.cli"}
 STAGES=${STAGES:-"tests preset vec4 again nvrtc"}
 export HPML_CACHE_DIR=${HPML_CACHE_DIR:-$OUT/build-cache}
 mkdir -p "$OUT/sweeps"

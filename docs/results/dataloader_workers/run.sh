@@ -35,7 +35,7 @@ EXTRA=${EXTRA:-}
 DATASETS=${DATASETS:-cifar jpeg}
 SCRATCH=${SCRATCH:-/tmp/hpml-dataloader-$label}
 if [ -n "${OUT:-}" ]; then DEST=${DEST:-$SCRATCH-dest}; else DEST=${DEST:-$here/$label}; fi
-hpml=(python -m launcher.cli)
+hpml=(python -m hpml.launcher.cli)
 export PYTHONUNBUFFERED=1
 failed=0 fastest_s=100000  # fastest_s: the shortest seconds per point of a launch so far (start-up + fast epochs)
 step() { echo "== [$SECONDS s] $*"; }

@@ -34,7 +34,7 @@ timeout 240 python3 tools/telemetry_overhead.py --out "$OUT/overhead.json"
 # DDP on 2 GPUs where there are 2 (else 1 GPU): 100 steps of 256 images per GPU and epoch, 4 epochs
 N=$(nvidia-smi -L | wc -l); [ "$N" -gt 2 ] && N=2
 at "$N-GPU DDP ResNet-50 with telemetry (hpml launch)"
-timeout 240 python3 -m launcher.cli launch experiment=hw5_resnet50_bar resources.gpus_per_node=$N \
+timeout 240 python3 -m hpml.launcher.cli launch experiment=hw5_resnet50_bar resources.gpus_per_node=$N \
   resources.workers_per_node=$N workload.epochs=4 workload.synthetic_samples=$(( 25600 * N )) \
   workload.comm_probe_steps=0 workload.profile_comm_steps=0 workload.overhead_check_steps=0 sweep.root=/tmp/gt \
   sweep.name=ddp${N}_telemetry

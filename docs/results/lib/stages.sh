@@ -59,7 +59,7 @@ BELOW=$([ "$NS" = 1 ] || echo "${NS%,*}")
   fi
 } 2>&1 | tee "$LOG"
 
-hpml() { python3 -m launcher.cli "$@"; }
+hpml() { python3 -m hpml.launcher.cli "$@"; }
 
 # stage NAME ESTIMATE_S hpml-launch-arguments...: one launch (logged with its time), unless STAGES leaves it
 # out or the budget cannot hold its estimate.
@@ -86,7 +86,7 @@ stage() {
   [ "$left" -lt "$limit" ] && limit=$left
   echo "## stage $name at ${now}s (estimate ${est}s, stopped after ${limit}s): hpml launch $*" | tee -a "$LOG"
   local t0=$(date +%s) rc
-  timeout -k 10 "$limit" python3 -m launcher.cli launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
+  timeout -k 10 "$limit" python3 -m hpml.launcher.cli launch "$@" sweep.root="$ROOT" >>"$LOG" 2>&1
   rc=$?
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     echo "## stage $name: STOPPED after ${limit}s; its unfinished points are lost" | tee -a "$LOG"

@@ -9,7 +9,7 @@
 set -euo pipefail
 label=$1
 parts=${2:-profile,precision,ckpt,utilization}
-hpml=(python -m launcher.cli)
+hpml=(python -m hpml.launcher.cli)
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUT/$label-gpu.txt"
 data=/tmp/hpml-digits  # one path on every machine (the report drops data_root from a configuration anyway)

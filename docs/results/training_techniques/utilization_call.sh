@@ -11,7 +11,7 @@ label=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE '
 echo "label=$label start $(date +%T)"
 UTILIZATION=$1 LAUNCH_LIMIT_S=$2 bash docs/results/training_techniques/run.sh $label utilization 2>&1 | grep -v "running,\|pending" | tail -25
 if [ -n "${3:-}" ]; then
-  timeout 100 python -m launcher.cli launch experiment=gpu_utilization workload.data_root=/tmp/hpml-digits/digits50k \
+  timeout 100 python -m hpml.launcher.cli launch experiment=gpu_utilization workload.data_root=/tmp/hpml-digits/digits50k \
     utilization=device_large_batch workload.batch_size=$3 sweep.name=utilization_${label}_b$3 sweep.root=$OUT/sweeps-b$3 2>&1 \
     | grep -v "running,\|pending\|^\[rank" | tail -4
   rm -f $OUT/sweeps-b$3/latest; find $OUT/sweeps-b$3 -name model.pt -delete

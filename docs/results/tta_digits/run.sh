@@ -5,7 +5,7 @@
 #   bash docs/results/tta_digits/run.sh <label>
 set -euo pipefail
 label=$1
-hpml=(python -m launcher.cli)
+hpml=(python -m hpml.launcher.cli)
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUT/$label-gpu.txt"
 "${hpml[@]}" launch experiment=tta_digits workload.data_root="$PWD/.devdata/digits" resources.gpus_per_node=1 \
     sweep.name="tta_digits_$label" sweep.root="$OUT/sweeps"

@@ -5,7 +5,7 @@
 #   bash docs/results/tta_digits_device/run.sh <label>
 set -euo pipefail
 label=$1
-hpml=(python -m launcher.cli)
+hpml=(python -m hpml.launcher.cli)
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee "$OUT/$label-gpu.txt"
 data=/tmp/hpml-tta-digits  # one path on every machine (the report drops data_root from a configuration anyway)

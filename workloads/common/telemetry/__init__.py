@@ -22,13 +22,13 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import torch
 
-from conf.schema import TelemetryConfig
-from contract.result_format import reason_line
-from contract.telemetry_format import sidecar_name
-from workloads.common.telemetry.nvml import NvmlReader, TelemetryUnavailable
-from workloads.common.telemetry.phases import END, START
-from workloads.common.telemetry.sampler import Reader, Sampler
-from workloads.common.telemetry.sidecar import sidecar_document, write_sidecar
+from hpml.conf.schema import TelemetryConfig
+from hpml.contract.result_format import reason_line
+from hpml.contract.telemetry_format import sidecar_name
+from hpml.workloads.common.telemetry.nvml import NvmlReader, TelemetryUnavailable
+from hpml.workloads.common.telemetry.phases import END, START
+from hpml.workloads.common.telemetry.sampler import Reader, Sampler
+from hpml.workloads.common.telemetry.sidecar import sidecar_document, write_sidecar
 
 DISABLED_REASON = "telemetry.enabled=false"
 NO_CUDA_REASON = "no CUDA device (the workers run on the CPU)"

@@ -17,7 +17,7 @@ import math
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from workloads.common.telemetry.devices import NvmlDevice, map_cuda_devices
+from hpml.workloads.common.telemetry.devices import NvmlDevice, map_cuda_devices
 
 # Errors after which the call is not made again: the answer would not change.
 _PERMANENT = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_NO_PERMISSION", "NVML_ERROR_FUNCTION_NOT_FOUND")

@@ -21,9 +21,9 @@ import time
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
-from contract.telemetry_format import MAX_SAMPLES_PER_GPU, SAMPLE_FIELDS
-from workloads.common.telemetry.buffer import SampleBuffer
-from workloads.common.telemetry.phases import EdgeClock, PhaseLog
+from hpml.contract.telemetry_format import MAX_SAMPLES_PER_GPU, SAMPLE_FIELDS
+from hpml.workloads.common.telemetry.buffer import SampleBuffer
+from hpml.workloads.common.telemetry.phases import EdgeClock, PhaseLog
 
 TICK_STATS_LIMIT = 1 << 16  # ticks whose read time is kept for the sidecar's "sampler" statistics
 JOIN_TIMEOUT_S = 30.0  # stop() waits this long for each thread (an edge waits for the device to reach it)

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from contract.jsonio import write_bytes_atomic
-from contract.telemetry_format import TELEMETRY_VERSION, sidecar_name
+from hpml.contract.jsonio import write_bytes_atomic
+from hpml.contract.telemetry_format import TELEMETRY_VERSION, sidecar_name
 
 INTEGER_FIELDS = frozenset({"util_gpu", "util_mem", "mem_used_bytes", "sm_clock_mhz", "mem_clock_mhz", "temp_c",
                             "throttle_reasons"})

@@ -1,0 +1,7 @@
+"""hpml: distributed deep-learning scaling studies on SLURM clusters (and on a laptop).
+
+Every part of hpml is imported under this one name (`hpml.launcher`, `hpml.workloads.train`, ...), never as a
+top-level package of its own: a user's project has its own `models/`, `tools/` or `analysis/`, and a generic
+top-level name would collide with it (and with any installed distribution of that name). The folders stay at the
+repository's root (launcher/, workloads/, conf/, analysis/, ...); setup.py maps each under hpml.
+"""

@@ -1,0 +1,32 @@
+"""Cluster backends, one per `cluster.kind`, in one registry (as submitit keeps its executors): the launcher
+asks `backend_of(kind)` and never branches on the kind itself. Adding one: docs/adding-a-backend.md."""
+
+from __future__ import annotations
+
+from typing import Dict, Sequence
+
+from hpml.conf.schema import ClusterKind
+from hpml.launcher.backends.base import Backend, JobStates
+from hpml.launcher.backends.local import LocalBackend
+from hpml.launcher.backends.slurm import SlurmBackend
+from hpml.launcher.jobspec import JobSpec
+
+BACKENDS: Dict[ClusterKind, Backend] = {backend.kind: backend for backend in (LocalBackend(), SlurmBackend())}
+
+__all__ = ["BACKENDS", "Backend", "JobStates", "backend_of", "backend_of_manifest", "backend_of_specs"]
+
+
+def backend_of(kind: ClusterKind) -> Backend:
+    return BACKENDS[ClusterKind(kind)]
+
+
+def backend_of_manifest(manifest: Dict) -> Backend:
+    """The backend a sweep was launched on (manifest.json's "cluster"; local for a manifest that names none)."""
+    return backend_of(manifest.get("cluster") or ClusterKind.local.value)
+
+
+def backend_of_specs(specs: Sequence[JobSpec]) -> Backend:
+    kinds = {spec.shape.cluster for spec in specs}
+    if len(kinds) != 1:
+        raise ValueError(f"one sweep runs on one cluster; this one mixes {sorted(k.value for k in kinds)}")
+    return backend_of(kinds.pop())

@@ -1,0 +1,44 @@
+"""What a cluster backend is: the four things `hpml launch`, `hpml resume` and `hpml status` ask of the place
+where points run. Everything that differs between running locally and on SLURM is behind these; the callers
+never branch on the cluster kind (docs/adding-a-backend.md)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from hpml.conf.schema import ClusterKind, HpmlConfig
+from hpml.launcher.jobspec import JobSpec
+
+# {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/scheduler_state.py
+JobStates = Dict[str, Dict[str, str]]
+
+
+class Backend(ABC):
+    kind: ClusterKind
+    # True where submit() runs the points and returns once they have ended (local); False where it queues them
+    # and returns at once (SLURM), and the caller waits, unless sweep.wait=false.
+    runs_in_this_process: bool
+
+    @abstractmethod
+    def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
+        """Problems of these points against this machine or cluster, one line each; [] when they fit. Asked
+        before anything is written or queued, by launch and by resume alike (launcher/preflight.py)."""
+
+    @abstractmethod
+    def submit(self, sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig,
+               on_tick: Callable[[], None]) -> None:
+        """Runs or queues the points, recording each job id in the manifest as it is known. Raises
+        launcher.local_runner.SweepInterrupted when a signal stops the sweep, LaunchError when the scheduler refuses
+        it (the points it did not take stay not_submitted)."""
+
+    @abstractmethod
+    def job_states(self, manifest: Dict) -> Optional[JobStates]:
+        """The scheduler's view of the sweep's jobs, in as few calls as it takes; None where it cannot be asked
+        (the points are then judged by their own files)."""
+
+    @abstractmethod
+    def runners(self, manifest: Dict) -> List[Dict]:
+        """Processes ({"host", "pid"}) whose life proves that a point marked running still runs, besides the one in
+        its state.json."""

@@ -1,0 +1,69 @@
+"""One backend interface, one registry (launcher/backends/, issue 32 item 3): every cluster kind has exactly one
+backend, nothing outside the registry branches on the kind, and `hpml resume` runs launch's own preflight, so a
+sweep whose data is gone since the launch is refused in one line before anything is moved or queued."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hpml.conf.schema import RUNS_ON_THIS_HOST, ClusterKind
+from hpml.contract.sweep_layout import ATTEMPTS_DIR, MANIFEST_FILE, RESULT_FILE, STATE_FILE
+from hpml.launcher.backends import BACKENDS, Backend, backend_of_manifest
+from tests.conftest import run_hpml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_cluster_kind_has_one_backend_and_says_where_it_runs():
+    assert set(BACKENDS) == set(ClusterKind) == set(RUNS_ON_THIS_HOST)
+    for kind, backend in BACKENDS.items():
+        assert isinstance(backend, Backend) and backend.kind == kind
+    assert backend_of_manifest({}).kind == ClusterKind.local  # a manifest from before "cluster" was recorded
+
+
+def test_nothing_outside_the_backends_branches_on_the_cluster_kind():
+    """A kind is named (ClusterKind.local, ClusterKind.slurm) only by its backend and by conf/schema.py's table."""
+    allowed = {REPO / "conf" / "schema.py"} | set((REPO / "launcher" / "backends").glob("*.py"))
+    naming = []
+    for folder in ("launcher", "conf", "workloads", "analysis", "evaluation", "dataprep", "contract", "models"):
+        for path in (REPO / folder).rglob("*.py"):
+            if path in allowed:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                        node.value.id == "ClusterKind" and node.attr in ClusterKind.__members__:
+                    naming.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert naming == []
+
+
+@pytest.fixture(scope="module")
+def digits_sweep(tmp_path_factory, digits_data) -> tuple:
+    """A finished one-point train sweep on a copy of the digits: (sweep folder, its data root, its folder)."""
+    root = tmp_path_factory.mktemp("resume_preflight")
+    data = root / "data"
+    shutil.copytree(digits_data / "cifar", data)
+    done = run_hpml(["launch", "experiment=tiny/train", "workload.dataset=cifar10", f"workload.data_root={data}",
+                     "workload.model=hpml_cnn"], cwd=root, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (root / "sweeps" / "latest").resolve(), data, root
+
+
+def test_resume_refuses_a_sweep_whose_data_is_gone_before_anything_is_moved(digits_sweep):
+    sweep, data, root = digits_sweep
+    point = sweep / "points" / "0"
+    (point / RESULT_FILE).unlink()  # the point never finished: resume would rerun it
+    (point / STATE_FILE).unlink()
+    shutil.rmtree(data)
+    manifest_before = (sweep / MANIFEST_FILE).read_text()
+    done = run_hpml(["resume", str(sweep)], cwd=root, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stdout + done.stderr
+    assert lines[0].startswith(f"hpml: error: cannot resume {sweep}: workload.data_root=") and str(data) in lines[0]
+    assert lines[0].endswith("nothing was moved or submitted")
+    assert not (point / ATTEMPTS_DIR).exists() and (sweep / MANIFEST_FILE).read_text() == manifest_before
+    assert json.loads(manifest_before)["points"][0]["job_id"]  # the launch's job id, kept
