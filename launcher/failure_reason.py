@@ -15,8 +15,10 @@ The whole stderr stays in points/<n>/logs/; the reason only points at it.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import stat
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -103,3 +105,38 @@ def failure_reason(returncode: int, result_reason: Optional[str], error_file: Pa
     if returncode < 0:
         return killed_by(-returncode, "torchrun")
     return last_meaningful_line(stderr) or f"torchrun exited with code {returncode} and no message"
+
+
+JOB_LOG_TAIL_BYTES = 64 * 1024
+# What srun appends to a job's stderr once its task has failed: consequences, never the cause
+SRUN_CONSEQUENCE = re.compile(r"^srun: (error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed)|"
+                              r"Terminating (StepId|job step)|Job step aborted)")
+
+
+def job_log_reason(log: Path) -> Optional[str]:
+    """Why a job died before its point could say so (an import error, a broken environment, a cluster.setup line
+    that failed): the last meaningful line of the job's own stderr (the backend knows where it is: Backend.job_log)
+    from its last 64 KiB, and only from a regular file: a log replaced by a FIFO or a link to /dev/zero is
+    skipped, never waited on."""
+    try:
+        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.lseek(fd, max(0, os.fstat(fd).st_size - JOB_LOG_TAIL_BYTES), os.SEEK_SET)
+        text = os.read(fd, JOB_LOG_TAIL_BYTES).decode(errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return last_meaningful_line("\n".join(line for line in text.splitlines() if not SRUN_CONSEQUENCE.match(line)))
+
+
+def died_before_start(sweep_dir: Path, log: Path) -> str:
+    """The reason of a point whose job ended before the point wrote its state."""
+    line = job_log_reason(log)
+    where = os.path.relpath(log, sweep_dir)
+    return f"the job died before its point started: {line} (log: {where})" if line else \
+        f"the job died before its point started and its log ({where}) says nothing"

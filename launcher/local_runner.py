@@ -20,12 +20,13 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set
 
 import submitit
 
 from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
 from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
+from hpml.launcher.failure_reason import died_before_start
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
 
@@ -89,6 +90,11 @@ def terminal_signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def local_job_log(sweep_dir: Path, job_id: str) -> Path:
+    """submitit's local executor keeps every job's files side by side in the sweep's jobs/ folder."""
+    return Path(sweep_dir) / JOBS_DIR / f"{job_id}_0_log.err"
+
+
 def local_executor(folder: Path, shape: ResourceShape) -> submitit.LocalExecutor:
     executor = submitit.LocalExecutor(folder=str(folder))
     executor.update_parameters(timeout_min=shape.time_min, gpus_per_node=shape.gpus_per_node,
@@ -112,8 +118,10 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
                              f"resources.nodes={spec.shape.nodes} needs cluster=slurm")
     cap = max_parallel or len(queue)
     jobs: Dict[int, submitit.Job] = {}
+    settled: Set[int] = set()
     with StopFlag().installed() as stop:
         while stop.signum is None:
+            settle_early_deaths(sweep_dir, jobs, settled)
             running = sum(not job.done() for job in jobs.values())
             while queue and running < cap and stop.signum is None:
                 spec = queue.pop(0)
@@ -124,6 +132,8 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
                 running += 1
             on_tick()
             if not queue and running == 0:
+                settle_early_deaths(sweep_dir, jobs, settled)
+                on_tick()
                 return jobs
             wait_for_an_end(jobs, running, stop, poll_s)
         wind_down(sweep_dir, jobs, stop)
@@ -168,6 +178,23 @@ def wind_down(sweep_dir: Path, jobs: Dict[int, submitit.Job], stop: StopFlag) ->
 def finished(sweep_dir: Path, point: int) -> bool:
     state = read_json(point_dir(sweep_dir, point) / STATE_FILE, 1 << 20) or {}
     return isinstance(state, dict) and state.get("state") == "completed"
+
+
+def settle_early_deaths(sweep_dir: Path, jobs: Dict[int, submitit.Job], settled: Set[int]) -> None:
+    """A job that ended before its point wrote any state (the job's Python could not import hpml, a broken
+    environment, a job killed before it started the point) failed: record it so, with the last meaningful line of
+    the job's own log as the reason. Without this the point stayed "pending" until the launch ended and "lost"
+    after, with no reason anywhere but the job's log."""
+    for point, job in jobs.items():
+        if point in settled or not job.done():
+            continue
+        settled.add(point)
+        path = point_dir(sweep_dir, point) / STATE_FILE
+        if path.exists() or path.is_symlink():
+            continue  # the point said what happened (or a damaged state file says so, as status reports)
+        reason = died_before_start(sweep_dir, local_job_log(sweep_dir, job.job_id))
+        write_json_atomic(path, {"state": "failed", "reason": reason,
+                                 "job_id": job.job_id, "ended_at": utc_now()})
 
 
 def settle_state(sweep_dir: Path, point: int, signum: int) -> None:

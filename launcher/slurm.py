@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -64,6 +65,20 @@ def jobs_folder(sweep_dir: Path) -> Path:
     return Path(sweep_dir) / JOBS_DIR / "%j"
 
 
+def guarded_setup(lines: Sequence[str]) -> List[str]:
+    """cluster.setup's lines, each followed by a check of its exit status: a failed line (a module that does not
+    exist, an environment that does not activate) ends the job at once with one line on its stderr, which
+    becomes the point's reason (`hpml status`). Without it the script went on to run the point in a broken
+    environment. A check of its own after each line, not `set -e`, which would also stop on a command of the
+    user's that is allowed to fail inside an `if` or `||` (set -e ignores those; a check of $? sees the line's
+    own status the same way)."""
+    guarded = []
+    for index, line in enumerate(lines):
+        guarded += [line, f"hpml_status=$?; if [ $hpml_status -ne 0 ]; then printf 'hpml: cluster.setup[{index}] "
+                          f"failed with exit status %d: %s\\n' $hpml_status {shlex.quote(line)} >&2; exit 1; fi"]
+    return guarded
+
+
 def executor_parameters(shape: ResourceShape, max_parallel: int) -> Dict:
     """submitit SlurmExecutor parameters for a shape (values were checked by the schema: no shell)."""
     params: Dict = dict(
@@ -72,7 +87,7 @@ def executor_parameters(shape: ResourceShape, max_parallel: int) -> Dict:
         cpus_per_task=shape.cpus_per_task,
         time=shape.time_min,
         signal_delay_s=SIGNAL_DELAY_S,
-        setup=list(shape.setup),
+        setup=guarded_setup(shape.setup),
         srun_args=list(shape.srun_args),
         job_name="hpml",
     )

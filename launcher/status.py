@@ -21,8 +21,9 @@ from typing import Dict, List, Optional, Tuple
 
 from hpml.contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
 from hpml.contract.result_schema import validate_result
-from hpml.contract.sweep_layout import JOBS_DIR, RESULT_FILE, STATE_FILE, point_dir, point_number
+from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point_number
 from hpml.launcher.backends import backend_of_manifest
+from hpml.launcher.failure_reason import job_log_reason
 from hpml.launcher.manifest import read_manifest
 from hpml.launcher.scheduler_state import runner_alive
 
@@ -172,30 +173,6 @@ def state_from_files(folder: Path) -> Optional[Tuple[str, Optional[str]]]:
     return read_point_files(folder).proven
 
 
-LOG_TAIL_BYTES = 64 * 1024
-
-
-def job_log_tail(sweep_dir: Path, job_id: str, lines: int = 5) -> Optional[str]:
-    """The end of submitit's stderr for a job that died before it could write its own state (its last 64 KiB
-    at most, and only from a regular file: a log replaced by a FIFO or a link to /dev/zero is skipped)."""
-    log = Path(sweep_dir) / JOBS_DIR / job_id / f"{job_id}_0_log.err"
-    try:
-        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ValueError):
-        return None
-    try:
-        size = os.fstat(fd).st_size
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        os.lseek(fd, max(0, size - LOG_TAIL_BYTES), os.SEEK_SET)
-        text = os.read(fd, LOG_TAIL_BYTES).decode(errors="replace").strip().splitlines()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return "\n".join(text[-lines:]) or None
-
-
 def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job: bool,
             scheduler_answered: bool, runner_alive: Optional[bool] = None) -> tuple[str, Optional[str]]:
     """One point's state from what its files prove, what the scheduler reports and whether the process that
@@ -230,7 +207,8 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
     A running point's runner is looked up in its state.json (host, pid), then, for a local sweep, in the
     manifest's launcher: local jobs live as long as the `hpml launch` that runs them."""
     manifest = manifest or read_manifest(sweep_dir)
-    launcher = backend_of_manifest(manifest).runners(manifest)
+    backend = backend_of_manifest(manifest)
+    launcher = backend.runners(manifest)
     states = []
     for entry in manifest["points"]:
         job_id = entry.get("job_id")
@@ -242,7 +220,7 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
                                                                or reason == ENDED_RUNNING):
             state, reason = "completed", None  # stopped after its ok result was written whole: the work is done
         if state in FINISHED and state != "completed" and not reason and job_id:
-            reason = job_log_tail(sweep_dir, job_id)
+            reason = job_log_reason(backend.job_log(sweep_dir, job_id))
         states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,
                                  overrides=entry.get("overrides", []), problems=files.problems))
     return states

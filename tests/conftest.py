@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import List, Sequence
 
@@ -101,3 +102,21 @@ def evaluate_study(saved_evaluate_study, tmp_path):
     """(sweep folder, image folder) of a copy of the saved study in the test's own folder."""
     shutil.copytree(saved_evaluate_study, tmp_path, dirs_exist_ok=True)
     return tmp_path / "sweep", tmp_path / "images"
+
+
+@pytest.fixture(scope="session")
+def committed_sweeps(tmp_path_factory):
+    """committed_sweeps("training_techniques") -> a folder holding docs/results/<that>/sweeps.tgz unpacked, once a
+    session (the raw sweeps of committed measurements are packed: tools/pack_sweeps.py). Tests copy what they
+    change."""
+    unpacked = {}
+
+    def _unpack(folder: str) -> Path:
+        if folder not in unpacked:
+            target = tmp_path_factory.mktemp("committed")
+            with tarfile.open(REPO / "docs" / "results" / folder / "sweeps.tgz") as archive:
+                archive.extractall(target, filter="data")
+            unpacked[folder] = target
+        return unpacked[folder]
+
+    return _unpack

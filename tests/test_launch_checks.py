@@ -35,7 +35,9 @@ REFUSED = [
     (["resources.nodes=2"], "resources.nodes", None),
     (["resources.gpus_per_node=1000000"], "resources.gpus_per_node", None),
     (["resources.workers_per_node=1000000"], "resources.workers_per_node", None),
-    ([f"resources.workers_per_node={PER_CORE * CORES + 1}"], "resources.workers_per_node", None),
+    # enough samples for every worker's batch, so that on a many-core host the worker count is the only problem
+    ([f"resources.workers_per_node={PER_CORE * CORES + 1}", f"workload.synthetic_samples={64 * (PER_CORE * CORES + 1)}"],
+     "resources.workers_per_node", None),
     (["resources.cpus_per_worker=100000"], "resources.cpus_per_worker", None),
     ([f"resources.cpus_per_worker={PER_CORE * CORES + 1}"], "resources.cpus_per_worker", None),
     (["resources.gpus_per_node=1"], "resources.gpus_per_node", NO_GPU),

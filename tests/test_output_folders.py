@@ -15,7 +15,7 @@ import pytest
 from hpml.contract.folders import empty_path_problem, folder_problem
 
 REPO = Path(__file__).resolve().parent.parent
-A_SWEEP = REPO / "docs/results/training_techniques/2026-11-25_15-37-57_profile_h100"
+A_SWEEP = ("training_techniques", "2026-11-25_15-37-57_profile_h100")  # committed, packed in its sweeps.tgz
 
 
 def test_folder_problem_names_what_is_in_the_way(tmp_path):
@@ -76,9 +76,9 @@ def test_folder_problem_names_an_unwritable_parent_and_one_it_cannot_look_into()
 
 
 @pytest.fixture
-def sweep(tmp_path) -> Path:
+def sweep(tmp_path, committed_sweeps) -> Path:
     copy = tmp_path / "sweep"
-    shutil.copytree(A_SWEEP, copy)
+    shutil.copytree(committed_sweeps(A_SWEEP[0]) / A_SWEEP[1], copy)
     shutil.rmtree(copy / "report", ignore_errors=True)
     return copy
 

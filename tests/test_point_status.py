@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hpml.launcher.backends.local import LocalBackend
+from hpml.launcher.failure_reason import died_before_start, job_log_reason
 from hpml.launcher.manifest import read_manifest
 from hpml.launcher.progress import ProgressPrinter
 from hpml.launcher.scheduler_state import process_alive
@@ -20,7 +21,6 @@ from hpml.launcher.status import (
     RUNNER_GONE,
     PointState,
     combine,
-    job_log_tail,
     point_states,
     progress_line,
     state_from_files,
@@ -131,7 +131,7 @@ def test_point_states_of_a_sweep(tmp_path):
     assert [(s.point, s.state, s.job_id) for s in states] == [
         (0, "completed", "5_0"), (1, "cancelled", "5_1"), (2, "failed", "5_2"), (3, "lost", "5_3"),
         (4, "not_submitted", None)]
-    assert states[2].reason == "line 4\nline 5\nline 6\nline 7\nline 8"  # submitit's stderr, last 5 lines
+    assert states[2].reason == "line 8"  # the last meaningful line of submitit's stderr
     assert states[1].reason is None  # no log left: no reason to show
     assert states[3].reason == LOST
     assert states[0].overrides == ["workload.lr=0.1"]
@@ -140,8 +140,21 @@ def test_point_states_of_a_sweep(tmp_path):
                                                              "not_submitted"]
 
 
-def test_job_log_tail_without_a_log(tmp_path):
-    assert job_log_tail(tmp_path, "7_0") is None
+def test_a_jobs_reason_is_its_logs_last_meaningful_line_and_never_waits_on_it(tmp_path):
+    assert job_log_reason(tmp_path / "jobs" / "7_0_0_log.err") is None  # no log
+    log = tmp_path / "jobs" / "7_1" / "7_1_0_log.err"
+    log.parent.mkdir(parents=True)
+    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    import hpml\n"
+                   "ModuleNotFoundError: import of hpml halted; None in sys.modules\n\n=====\n"
+                   "srun: error: n1: task 0: Exited with exit code 1\n")  # srun's consequence, not the cause
+    assert job_log_reason(log) == "ModuleNotFoundError: import of hpml halted; None in sys.modules"
+    assert died_before_start(tmp_path, log) == ("the job died before its point started: ModuleNotFoundError: "
+                                                  "import of hpml halted; None in sys.modules (log: jobs/7_1/7_1_0_log.err)")
+    fifo = tmp_path / "jobs" / "7_2" / "7_2_0_log.err"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)  # opened for reading, it would wait for a writer forever
+    assert job_log_reason(fifo) is None
+    assert died_before_start(tmp_path, fifo).endswith("and its log (jobs/7_2/7_2_0_log.err) says nothing")
 
 
 def test_progress_line_and_status_table():

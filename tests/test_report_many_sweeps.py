@@ -218,10 +218,10 @@ def test_the_hpml_command_leaves_report_unfreed_with_its_exit_status_and_every_f
 
 # A real train result (an H100 run of the phase-profile preset: full phase arrays and an evaluation record)
 REPO = Path(__file__).resolve().parent.parent
-REAL_RESULT = REPO / "docs/results/training_techniques/2026-11-25_15-37-57_profile_h100/points/0/result.json"
+REAL_RESULT = ("training_techniques", "2026-11-25_15-37-57_profile_h100/points/0/result.json")  # in its sweeps.tgz
 
 
-def test_a_report_draws_the_first_figures_of_each_kind_and_names_the_others(tmp_path):
+def test_a_report_draws_the_first_figures_of_each_kind_and_names_the_others(tmp_path, committed_sweeps):
     """The class behind a report of 5,000 evaluated sweeps that drew 10,000 time-to-accuracy figures (2.5 min
     for 1,000 results): per-configuration and per-point figures of every study are capped by kind, in report
     order, and each section whose figure was left out says which file. Real results through the real report."""
@@ -233,7 +233,7 @@ def test_a_report_draws_the_first_figures_of_each_kind_and_names_the_others(tmp_
         import report_benchmark
     finally:
         sys.path.pop(0)
-    source = json.loads(REAL_RESULT.read_text())
+    source = json.loads((committed_sweeps(REAL_RESULT[0]) / REAL_RESULT[1]).read_text())
     source.pop("telemetry", None)  # its sidecars stay with the original point
     report_benchmark.build(source, tmp_path / "sweeps", 2 * (MAX_FIGURES_PER_KIND + 3), 2)  # a learning rate per sweep
 

@@ -15,6 +15,10 @@ for report in $(find docs/results -name report.md | sort); do
   if [ -n "$tarball" ]; then
     case "$sweeps" in /tmp/*/sweeps) ;; *) echo "== $report: title $sweeps is not /tmp/<folder>/sweeps; skipped"; continue;; esac
     rm -rf "$(dirname "$sweeps")" && mkdir -p "$(dirname "$sweeps")" && tar xzf "$tarball" -C "$(dirname "$sweeps")"
+  elif [ -f "$folder/sweeps.tgz" ]; then  # the raw sweeps packed by tools/pack_sweeps.py
+    sweeps=$(mktemp -d) && tar xzf "$folder/sweeps.tgz" -C "$sweeps"
+  elif [ -f "$folder/sweeps/sweeps.tgz" ]; then
+    sweeps=$(mktemp -d) && tar xzf "$folder/sweeps/sweeps.tgz" -C "$sweeps"
   elif [ -d "$folder/sweeps" ]; then
     sweeps="$folder/sweeps"
   else

@@ -39,6 +39,10 @@ class Backend(ABC):
         (the points are then judged by their own files)."""
 
     @abstractmethod
+    def job_log(self, sweep_dir: Path, job_id: str) -> Path:
+        """The job's own stderr: where a job that died before its point started says why."""
+
+    @abstractmethod
     def runners(self, manifest: Dict) -> List[Dict]:
         """Processes ({"host", "pid"}) whose life proves that a point marked running still runs, besides the one in
         its state.json."""

@@ -11,7 +11,7 @@ from hpml.conf.schema import ClusterKind, HpmlConfig
 from hpml.launcher.backends.base import Backend, JobStates
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.local_preflight import local_problems
-from hpml.launcher.local_runner import run_local
+from hpml.launcher.local_runner import local_job_log, run_local
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.scheduler_state import process_alive
 
@@ -40,6 +40,9 @@ class LocalBackend(Backend):
         if launcher.get("host") != socket.gethostname() or process_alive(launcher.get("pid")):
             return None
         return {}
+
+    def job_log(self, sweep_dir: Path, job_id: str) -> Path:
+        return local_job_log(sweep_dir, job_id)
 
     def runners(self, manifest: Dict) -> List[Dict]:
         return [manifest.get("launcher") or {}]

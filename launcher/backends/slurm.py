@@ -32,6 +32,10 @@ class SlurmBackend(Backend):
         jobs, source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
         return jobs if source != "none" else None
 
+    def job_log(self, sweep_dir: Path, job_id: str) -> Path:
+        # the sbatch script's own stderr (its cluster.setup lines) and the first task's: one file
+        return slurm.jobs_folder(sweep_dir).parent / job_id / f"{job_id}_0_log.err"
+
     def runners(self, manifest: Dict) -> List[Dict]:
         return []  # a SLURM point's runner is its job, which the scheduler answers for
 

@@ -23,6 +23,7 @@
 
 # setup
 module load cuda
+hpml_status=$?; if [ $hpml_status -ne 0 ]; then printf 'hpml: cluster.setup[0] failed with exit status %d: %s\n' $hpml_status 'module load cuda' >&2; exit 1; fi
 
 # command
 export SUBMITIT_EXECUTOR=slurm
