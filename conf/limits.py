@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from hpml.conf.validation import require
+from hpml.contract.units import GIB
+
+MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 8, 1024  # the image_size a saved model may record (models/saved.py checks it)
 
 # Classes of a classifier: ImageNet-21k has 21,841; `hpml evaluate` reads model.pt files with the same bound
 MAX_CLASSES = 100_000
@@ -46,7 +49,7 @@ def require_repeats(cfg: object, counts: Sequence[str] = (), epochs: Sequence[st
 def require_buffer(key: str, value: int, nbytes: int, what: str) -> None:
     """`value` of `key` makes a buffer of `nbytes` bytes (`what` says which): at most MAX_BUFFER_BYTES."""
     require(nbytes <= MAX_BUFFER_BYTES, key, f"small enough that {what} stays within {MAX_BUFFER_BYTES >> 30} GiB "
-            f"(now {nbytes / 2 ** 30:.3g} GiB)", value)
+            f"(now {nbytes / GIB:.3g} GiB)", value)
 
 
 def require_input_batch(batch_size: int, image_size: int) -> None:
@@ -54,7 +57,7 @@ def require_input_batch(batch_size: int, image_size: int) -> None:
     nbytes = batch_size * IMAGE_CHANNELS * image_size ** 2 * FLOAT32_BYTES
     require(nbytes <= MAX_BUFFER_BYTES, f"workload.batch_size x {IMAGE_CHANNELS} x workload.image_size^2 x "
             f"{FLOAT32_BYTES} bytes", f"at most {MAX_BUFFER_BYTES >> 30} GiB, one float32 input batch (batch_size="
-            f"{batch_size}, image_size={image_size}: {nbytes / 2 ** 30:.3g} GiB)", nbytes)
+            f"{batch_size}, image_size={image_size}: {nbytes / GIB:.3g} GiB)", nbytes)
 
 
 def require_square_matrix(key: str, n: int) -> None:

@@ -49,10 +49,10 @@ from hpml.conf.data_on_disk import OnDisk
 from hpml.conf.limits import IMAGE_CHANNELS
 from hpml.conf.model_input import meta_forward
 from hpml.conf.validation import named
+from hpml.contract.units import GIB
 
 # `cfg` below is a TrainConfig (conf/workload/train.py), which calls this module from its preflight: importing it
 # here would make an import cycle, so its str enums are compared with their values.
-GIB = 2 ** 30
 CIFAR10_IMAGE_BYTES = 3 * 32 * 32  # a row of CIFAR-10's python batches: 32 x 32 RGB, uint8
 LABEL_BYTES = 8  # int64
 AUTOCAST = ("fp16", "bf16")

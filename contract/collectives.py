@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict
 
-GB = 1e9
+from hpml.contract.units import GB
 
 BUS_FACTORS: Dict[str, Callable[[int], float]] = {
     "all_reduce": lambda n: 2 * (n - 1) / n,

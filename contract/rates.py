@@ -4,8 +4,9 @@ TFLOP/s (1e12 FLOP/s) and GB/s (1e9 B/s, not GiB/s), the units of datasheets and
 
 from __future__ import annotations
 
+from hpml.contract.units import GB
+
 TFLOP = 1e12  # FLOP/s per TFLOP/s
-GB = 1e9  # bytes per GB
 
 
 def matmul_flops(n: int) -> int:

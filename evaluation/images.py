@@ -32,9 +32,9 @@ from typing import Dict, List, Sequence, Set, Tuple
 
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
-from hpml.evaluation.files import NotReadable, one_line, open_regular
+from hpml.conf.limits import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE  # noqa: F401 - the image sizes evaluation resizes to
+from hpml.contract.files import NotReadable, one_line, open_regular
 
-MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 8, 1024  # the image_size a saved model may record (evaluation.models checks it)
 MAX_PIXELS = 8192 * 8192  # 67 Mpx: a large camera photo fits; a 14000 x 14000 image does not
 MAX_ASPECT = MAX_PIXELS // MAX_IMAGE_SIZE ** 2  # 64: the resized image stays within MAX_PIXELS
 

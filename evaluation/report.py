@@ -21,7 +21,7 @@ from hpml.analysis.sections import Section, Table
 from hpml.analysis.stats import SAMPLE_DDOF, natural_key, sample_std
 from hpml.evaluation.accuracy import Score
 from hpml.evaluation.images import ClassFolders
-from hpml.evaluation.models import SavedModel, describe
+from hpml.models.saved import SavedModel, describe
 
 MODELS_TABLE = "evaluate"
 HARDWARE_TABLE = "evaluate_hardware"

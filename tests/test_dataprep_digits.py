@@ -14,7 +14,7 @@ from sklearn.datasets import load_digits
 from hpml.conf.data_on_disk import cifar10_on_disk
 from hpml.dataprep.digits_cifar import draw_differently, stratified_split, upscale
 from hpml.launcher.cli import main as hpml
-from hpml.workloads.train.data import local_cifar10
+from hpml.workloads.common.cifar10 import local_cifar10
 
 CLASS_COUNTS = [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]  # load_digits' classes 0..9
 TEST_COUNTS = [36, 36, 35, 37, 36, 36, 36, 36, 35, 36]  # round(0.2 x count): 35.6, 36.4, 35.4, 36.6, ...

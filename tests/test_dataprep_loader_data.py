@@ -11,7 +11,7 @@ from torchvision.datasets import ImageFolder
 from hpml.dataprep.digits_cifar import DataError
 from hpml.dataprep.digits_loader_data import repeated
 from hpml.launcher.cli import main as hpml
-from hpml.workloads.train.data import local_cifar10
+from hpml.workloads.common.cifar10 import local_cifar10
 
 TRAIN, TEST = 1438, 359
 

@@ -200,7 +200,7 @@ def test_cifar10_is_decoded_once_as_uint8_in_torchvisions_layout(tmp_path, compo
     write_cifar10(tmp_path)
     cfg = config_from_dict(compose_values(["workload.dataset=cifar10", f"workload.data_root={tmp_path}"])).workload
     train = decode_split(cfg, cfg.dataset, train=True)
-    from hpml.workloads.train.data import local_cifar10
+    from hpml.workloads.common.cifar10 import local_cifar10
 
     reference = local_cifar10(str(tmp_path), transform=None)
     assert train.images.shape == (100, 3, 32, 32) and train.images.dtype == torch.uint8

@@ -17,9 +17,9 @@ import torch
 
 from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from hpml.evaluation.accuracy import batch_size
-from hpml.evaluation.models import check_saved
 from hpml.launcher.cli import main as hpml
 from hpml.models.build import build_classifier
+from hpml.models.saved import check_saved
 from tests.evaluate_study import H100, H200, evaluate_error, left_out, no_hang, save_model
 
 
@@ -164,7 +164,7 @@ def test_cuda_scores_what_the_cpu_scores(evaluate_study):
         pytest.skip("needs a CUDA device")
     from hpml.evaluation.accuracy import score
     from hpml.evaluation.images import class_folders, dataset
-    from hpml.evaluation.models import load_saved, rebuild
+    from hpml.models.saved import load_saved, rebuild
 
     sweep, images = evaluate_study
     saved = load_saved(sweep / "points" / "2" / MODEL_FILE, sweep)

@@ -215,7 +215,7 @@ def test_conf_has_no_import_cycle():
 @pytest.mark.parametrize("module", conf_modules())
 def test_each_conf_module_imports_alone_without_hydra(module):
     code = (f"import sys, {module}; bad = [m for m in sys.modules if m.removeprefix('hpml.').split('.')[0] in "
-            "('hydra', 'omegaconf', 'launcher', 'workloads', 'analysis', 'torch')]; print(bad); sys.exit(bool(bad))")
+            "('hydra', 'omegaconf', 'launcher', 'workloads', 'analysis', 'evaluation', 'torch')]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -239,3 +239,18 @@ def test_the_generic_config_code_names_no_workload(path):
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not named & schema_names
     assert not {m for m in modules if m and m.startswith("hpml.conf.workload.")}
+
+
+@pytest.mark.parametrize("module", conf_modules())
+def test_conf_imports_nothing_above_it_not_even_inside_a_function(module):
+    """conf/ is the bottom of the config side: it may import contract/ and models/ (lower layers), never the
+    launcher, the workloads, the analysis or evaluation, not even lazily (issue 32: quantize's check imported
+    evaluation inside a function)."""
+    path = REPO / Path(*module.split(".")[1:])
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    above = ("launcher", "workloads", "analysis", "evaluation", "dataprep")
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        for name in names:
+            assert name.removeprefix("hpml.").split(".")[0] not in above, f"{module} imports {name}"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch  # noqa: E402
 
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10  # noqa: E402
 from hpml.workloads.train.augment import AugmentSpec, Normalization, augment_batch  # noqa: E402
-from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10  # noqa: E402
 
 
 def training_images(root: str, indices) -> torch.Tensor:

@@ -46,9 +46,10 @@ from omegaconf import OmegaConf  # noqa: E402
 from hpml.conf.schema import config_from_dict  # noqa: E402
 from hpml.launcher.config_store import register_schemas  # noqa: E402
 from hpml.models.build import build_classifier  # noqa: E402
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD  # noqa: E402
 from hpml.workloads.common.distributed import DistContext  # noqa: E402
 from hpml.workloads.train.__main__ import train  # noqa: E402
-from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, resolve_dataset  # noqa: E402
+from hpml.workloads.train.data import resolve_dataset  # noqa: E402
 from hpml.workloads.train.device_data import decode_split  # noqa: E402
 from hpml.workloads.train.measurements import Extras  # noqa: E402
 from hpml.workloads.train.tta import EvaluationLog  # noqa: E402

@@ -21,8 +21,10 @@ from typing import Any, Dict, List, Mapping
 
 import pandas as pd
 
+from hpml.contract.train_format import DEVICE_PHASES
+
 PARTS = ("data", "h2d", "forward", "backward", "optimizer", "evaluation", "other")
-STEP_PHASES = ("h2d", "forward", "backward", "optimizer")
+STEP_PHASES = DEVICE_PHASES  # what a step's phase record holds besides its data wait
 CONSISTENCY_TOLERANCE = 0.02  # "other" may fall below 0 by at most 2 % of the wall time (clock read-outs)
 
 

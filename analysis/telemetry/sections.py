@@ -21,9 +21,9 @@ from hpml.analysis.telemetry.stats import (
     phase_name,
     unavailable_reasons,
 )
+from hpml.contract.units import GIB
 
 NA = "n/a"
-GiB = 1024 ** 3
 
 METHOD_NOTE = (
     "Each node's NVML sampler reads its workers' GPUs every `telemetry.interval_ms`. The numbers are over the "
@@ -84,7 +84,7 @@ def gpu_table(points: Sequence[PointTelemetry], several_sweeps: bool) -> Table:
     for point in points:
         for sidecar, gpu, s in point.gpus:
             name = phase_name(sidecar.phases)
-            peak_gib = None if s.mem_used_peak_bytes is None else s.mem_used_peak_bytes / GiB
+            peak_gib = None if s.mem_used_peak_bytes is None else s.mem_used_peak_bytes / GIB
             rows.append(_lead(point, several_sweeps) + [
                 f"{sidecar.host} cuda:{gpu.cuda_index}", gpu.name + (" (MIG)" if gpu.mig else ""), s.window,
                 f"{s.samples} × {sidecar.period_ms:g} ms", _spread(s.util_gpu), _spread(s.util_mem),

@@ -24,8 +24,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from hpml.analysis.configuration import configuration_group
 from hpml.contract.result_format import timed_epoch_indices
+from hpml.contract.train_format import PHASES, per_device_batch
 
-PHASES = ("data", "h2d", "forward", "backward", "optimizer")
 DATA_PATHS = ("host", "device")  # the values of measurements.data_placement
 LEGACY_DATA_PATH = "host"  # results written before measurements.data_placement existed had only the DataLoader
 NOT_GROUP = ("workload.dp_devices", "workload.batch_size", "workload.max_batch_probe", "workload.comm_probe_steps",
@@ -49,7 +49,7 @@ def devices_of(config: Mapping[str, Any]) -> int:
 
 def per_device_batch_of(config: Mapping[str, Any]) -> int:
     w = config["workload"]
-    return w["batch_size"] if w["scaling"] == "weak" else w["batch_size"] // devices_of(config)
+    return per_device_batch(w["batch_size"], w["scaling"], devices_of(config))
 
 
 def data_path_of(measurements: Mapping[str, Any]) -> str:

@@ -148,7 +148,7 @@ def saved_model_problem(cfg: QuantizeConfig) -> Optional[str]:
     path = Path(cfg.model_path)
     if not path.is_file():
         return f"workload.model_path={cfg.model_path}: no such file (a points/<n>/model.pt of a train run)"
-    from hpml.evaluation.models import SavedModelError, load_saved
+    from hpml.models.saved import SavedModelError, load_saved
 
     try:
         saved = load_saved(path, path.parent)

@@ -16,6 +16,7 @@ from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import torchvision_models
 from hpml.conf.validation import MISSING, require, shown
 from hpml.conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
+from hpml.contract.train_format import per_worker_batch as worker_batch
 
 
 class GradientSync(str, Enum):
@@ -104,4 +105,4 @@ class SyntheticConfig(WorkloadConfig):
         return [problem] if problem else []
 
     def per_worker_batch(self, world_size: int) -> int:
-        return self.batch_size if self.scaling == Scaling.weak else self.batch_size // world_size
+        return worker_batch(self.batch_size, self.scaling.value, world_size)

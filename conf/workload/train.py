@@ -28,6 +28,7 @@ from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import model_problem
 from hpml.conf.validation import MISSING, require
 from hpml.conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
+from hpml.contract.train_format import per_worker_batch as worker_batch
 
 CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
 CIFAR10_SIDE = 32  # its images are 32 x 32
@@ -274,10 +275,8 @@ class TrainConfig(WorkloadConfig):
 
 
 def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
-    """Distinct samples per step in one worker process: per device x devices (weak), or global / workers (strong)."""
-    if cfg.scaling == Scaling.weak:
-        return cfg.batch_size * cfg.devices_per_worker
-    return cfg.batch_size // world_size
+    """Distinct samples per step in one worker process (contract.train_format.per_worker_batch)."""
+    return worker_batch(cfg.batch_size, cfg.scaling.value, world_size, cfg.devices_per_worker)
 
 
 def check_step_decay(cfg: TrainConfig) -> None:

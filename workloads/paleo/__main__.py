@@ -37,6 +37,7 @@ from hpml.conf.workload.paleo import PaleoConfig
 from hpml.models.build import build_classifier
 from hpml.models.stats.layers import count_forward
 from hpml.workloads.common.device_peaks import copy_times, matmul_times
+from hpml.workloads.common.random_inputs import random_images
 from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from hpml.workloads.common.worker import start_worker
 from hpml.workloads.paleo.timing import (
@@ -82,7 +83,7 @@ def build(cfg: PaleoConfig, device: torch.device, seed: int):
     model = build_classifier(cfg.model, num_classes=cfg.num_classes).eval()
     model = model.to(device=device, dtype=dtype, memory_format=memory_format)
     generator = torch.Generator(device=device).manual_seed(seed)
-    x = torch.randn(cfg.batch_size, 3, cfg.image_size, cfg.image_size, generator=generator, device=device)
+    x = random_images(cfg.batch_size, cfg.image_size, generator=generator, device=device)
     return model, x.to(dtype=dtype).contiguous(memory_format=memory_format)
 
 

@@ -32,7 +32,9 @@ def normalized(images_uint8: torch.Tensor, mean: Sequence[float], std: Sequence[
 
 
 def _cifar10(root: str, train: bool) -> Tuple[torch.Tensor, torch.Tensor, List[str]]:
-    from hpml.workloads.train.data import local_cifar10  # the train workload's reader: the same files, the same checks
+    from hpml.workloads.common.cifar10 import (
+        local_cifar10,  # the train workload's reader: the same files, the same checks
+    )
 
     data = local_cifar10(root, transform=None, train=train)
     images = torch.from_numpy(data.data).permute(0, 3, 1, 2).contiguous()  # N x H x W x C -> N x C x H x W

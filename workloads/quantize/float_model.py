@@ -1,5 +1,5 @@
 """The float model the stages start from: trained here on the CPU (seeded), or a model.pt kept by a train run
-(contract/saved_model.py), read and rebuilt as `hpml evaluate` does (evaluation/models.py).
+(contract/saved_model.py), read and rebuilt as `hpml evaluate` does (models/saved.py).
 
 Training: plain SGD with momentum and weight decay at a constant rate, cross-entropy, the training split shuffled
 per epoch by a generator seeded with the run's seed (which also seeds the initial weights), no augmentation (the
@@ -18,9 +18,9 @@ from torch import nn
 
 from hpml.conf.workload.quantize import QuantizeConfig
 from hpml.models.hw5_cnn import HW5CNN
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD
 from hpml.workloads.common.timing import wall_s
 from hpml.workloads.quantize.data import Split
-from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD
 
 
 @dataclass
@@ -78,7 +78,7 @@ def untrained(cfg: QuantizeConfig, seed: int) -> FloatModel:
 
 def loaded(path: Optional[str]) -> FloatModel:
     """The model a train run kept (the preflight already checked the file and its model name)."""
-    from hpml.evaluation.models import load_saved, rebuild
+    from hpml.models.saved import load_saved, rebuild
 
     file = Path(path)
     saved = load_saved(file, file.parent)

@@ -13,6 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from hpml.conf.workload.synthetic import GradientSync, SyntheticConfig
 from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.random_inputs import random_images, random_labels
 from hpml.workloads.synthetic.horovod_style import (
     MB,
     DistributedOptimizer,
@@ -26,8 +27,8 @@ Step = Callable[[], None]
 def random_batch(cfg: SyntheticConfig, batch: int, ctx: DistContext, seed: int):
     """One batch of random images and labels on the device, different on every rank (Horovod's data)."""
     generator = torch.Generator().manual_seed(seed + ctx.rank)
-    images = torch.randn(batch, 3, cfg.image_size, cfg.image_size, generator=generator)
-    labels = torch.randint(0, cfg.num_classes, (batch,), generator=generator)
+    images = random_images(batch, cfg.image_size, generator=generator)
+    labels = random_labels(batch, cfg.num_classes, generator=generator)
     return images.to(ctx.device), labels.to(ctx.device)
 
 

@@ -18,14 +18,13 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from hpml.conf.data_on_disk import cifar10_on_disk
 from hpml.conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, per_worker_batch
 from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
 from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.random_inputs import random_images, random_labels
 from hpml.workloads.train.augment import Cutout
 from hpml.workloads.train.copies import collate_of, with_copies
 from hpml.workloads.train.image_files import load_image
 from hpml.workloads.train.model import memory_format
-
-CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
-CIFAR10_STD = (0.2470, 0.2435, 0.2616)
 
 
 def resolve_dataset(cfg: TrainConfig) -> Tuple[DatasetKind, Optional[str]]:
@@ -53,8 +52,8 @@ class DeviceBatches:
         self.steps = steps
         self.pool: List[Tuple[torch.Tensor, torch.Tensor]] = []
         for _ in range(min(steps, self.POOL)):
-            images = torch.randn(batch, 3, image_size, image_size, generator=gen)
-            labels = torch.randint(0, num_classes, (batch,), generator=gen)
+            images = random_images(batch, image_size, generator=gen)
+            labels = random_labels(batch, num_classes, generator=gen)
             self.pool.append((images.to(device).contiguous(memory_format=memory_format), labels.to(device)))
 
     def __len__(self) -> int:
@@ -73,8 +72,8 @@ class SyntheticImages(Dataset):
     def __init__(self, size: int, num_classes: int, image_size: int, seed: int):
         gen = torch.Generator().manual_seed(seed)
         pool = min(size, self.POOL)
-        self.images = torch.randn(pool, 3, image_size, image_size, generator=gen)
-        self.labels = torch.randint(0, num_classes, (size,), generator=gen)
+        self.images = random_images(pool, image_size, generator=gen)
+        self.labels = random_labels(size, num_classes, generator=gen)
         self.size = size
 
     def __len__(self) -> int:
@@ -82,30 +81,6 @@ class SyntheticImages(Dataset):
 
     def __getitem__(self, index: int):
         return self.images[index % len(self.images)], self.labels[index]
-
-
-def local_cifar10(root: str, transform, train: bool = True) -> Dataset:
-    """torchvision's CIFAR10 reader on files already on disk.
-
-    torchvision checks each file's MD5 against the official archive's, which only makes sense right
-    after its own download; hpml never downloads (no network on compute nodes), so presence is checked
-    instead (the preflight has already said which file is missing) and the files are read as they are."""
-    from torchvision.datasets import CIFAR10
-
-    class LocalCIFAR10(CIFAR10):
-        def _check_integrity(self) -> bool:
-            return cifar10_on_disk(self.root)
-
-        def _load_meta(self) -> None:
-            import pickle
-
-            with open(Path(self.root) / self.base_folder / self.meta["filename"], "rb") as f:
-                self.classes = pickle.load(f, encoding="latin1")[self.meta["key"]]
-            self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
-
-    if not cifar10_on_disk(root):
-        raise FileNotFoundError(f"workload.data_root={root}: no CIFAR-10 (cifar-10-batches-py) there")
-    return LocalCIFAR10(root, train=train, download=False, transform=transform)
 
 
 def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = None) -> Dataset:

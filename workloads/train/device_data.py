@@ -30,9 +30,9 @@ from torch.utils.data import DistributedSampler
 
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import TrainConfig
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
-from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
 from hpml.workloads.train.image_files import load_image
 from hpml.workloads.train.model import input_dtype, memory_format
 

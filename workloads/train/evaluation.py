@@ -16,8 +16,8 @@ from torch.utils.data import DataLoader, Dataset, Subset
 
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import TrainConfig
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
 from hpml.workloads.common.distributed import DistContext
-from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
 from hpml.workloads.train.image_files import load_image
 from hpml.workloads.train.model import autocast, memory_format
 

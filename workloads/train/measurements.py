@@ -19,6 +19,7 @@ import torch
 from hpml.conf.workload.train import Dataset, Parallel, TrainConfig
 from hpml.contract.result_format import timed_epoch_indices
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
+from hpml.workloads.common.random_inputs import random_images, random_labels
 from hpml.workloads.train import overhead, parallel
 from hpml.workloads.train.batch_probe import probe_max_batch
 from hpml.workloads.train.data import per_worker_batch, placement_used
@@ -60,8 +61,8 @@ def probe_batches(cfg: TrainConfig, ctx: DistContext) -> Dict[str, Any]:
     fmt = memory_format(cfg)
 
     def make_batch(batch: int):
-        images = torch.randn(batch, 3, cfg.image_size, cfg.image_size, device=ctx.device)
-        labels = torch.randint(0, cfg.num_classes, (batch,), device=ctx.device)
+        images = random_images(batch, cfg.image_size, device=ctx.device)
+        labels = random_labels(batch, cfg.num_classes, device=ctx.device)
         return images.contiguous(memory_format=fmt), labels
 
     probe = probe_max_batch(lambda: build_model(cfg, ctx.device), make_batch, ctx.device, cfg.batch_size,

@@ -34,11 +34,10 @@ from typing import Dict, List
 
 import torch
 
-PHASES = ("data", "h2d", "forward", "backward", "optimizer")
+from hpml.contract.train_format import DEVICE_PHASES, PHASES, TRAIN_PHASES  # noqa: F401 - the phases this module marks
+
 # the marks that may follow each mark of a step (None: the batch just loaded): forward and backward repeat per chunk
 FOLLOWS = {None: ("h2d",), "h2d": ("forward",), "forward": ("backward",), "backward": ("forward", "optimizer")}
-DEVICE_PHASES = PHASES[1:]  # timed between device marks; "data" is host time
-TRAIN_PHASES = DEVICE_PHASES  # a step's train time: all but data loading
 
 CPU_METHOD = ("time.perf_counter() at phase boundaries (CPU work is synchronous); data = host time around "
               "next(loader)")

@@ -11,7 +11,7 @@ import torch
 from hpml.conf.workload.train import TrainConfig
 from hpml.contract.jsonio import write_bytes_atomic
 from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
-from hpml.workloads.train.data import CIFAR10_MEAN, CIFAR10_STD
+from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD
 
 
 def unwrapped(model: torch.nn.Module) -> torch.nn.Module:

@@ -3,11 +3,11 @@
 A saved model is points/<n>/model.pt (contract.saved_model), found anywhere under the folder given (a sweep
 or a folder of sweeps); files under points/<n>/attempts/ (earlier attempts moved aside by `hpml resume`) are
 not the point's model and are skipped. It is read with torch.load(weights_only=True): tensors and plain
-values only, never arbitrary pickled code; and only if it is a regular file (evaluation.files: a FIFO would
+values only, never arbitrary pickled code; and only if it is a regular file (contract.files: a FIFO would
 block the read, a device never end; a directory named model.pt is listed too, as not a regular file).
 
 What it records is checked before anything is built or run (check_saved): image_size within
-[MIN_IMAGE_SIZE, MAX_IMAGE_SIZE] (evaluation.images; 1 is no input a network takes, 200000 would fill the
+[MIN_IMAGE_SIZE, MAX_IMAGE_SIZE] (conf.limits; 1 is no input a network takes, 200000 would fill the
 memory), 2 to MAX_CLASSES distinct class names, finite mean and std > 0, a state_dict of tensors.
 
 The network is rebuilt by models.build.build_classifier, the one builder the train workload trains with, so
@@ -24,11 +24,10 @@ from typing import Any, Dict, List
 
 import torch
 
-from hpml.conf.limits import MAX_CLASSES
+from hpml.conf.limits import MAX_CLASSES, MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
+from hpml.contract.files import NotReadable, one_line, open_regular
 from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from hpml.contract.sweep_layout import POINTS_DIR
-from hpml.evaluation.files import NotReadable, one_line, open_regular
-from hpml.evaluation.images import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
 from hpml.models.build import build_classifier
 
 
