@@ -18,7 +18,9 @@ import random
 import stat
 import warnings
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
+
+from hpml.contract.files import NotReadable, one_line, open_regular, regular_file_problem
 
 CIFAR10_TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 # torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
@@ -37,14 +39,39 @@ def _stamp(paths) -> Tuple[float, ...]:
     return tuple(os.stat(p).st_mtime_ns for p in paths)
 
 
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_IMAGE_VALUES = 3 * 32 * 32  # one row of a batch's "data": 32 x 32 pixels, 3 channels, uint8
+
+
+class DataFileProblem(Exception):
+    """A data file that cannot be read as what it should be; str() names the file and why, in one line."""
+
+
 def cifar10_on_disk(root: Optional[str]) -> bool:
-    """Whether root holds torchvision's CIFAR-10 python files (root/cifar-10-batches-py/...)."""
-    return bool(root) and not missing_cifar10_files(root)
+    """Whether root holds torchvision's CIFAR-10 python files (root/cifar-10-batches-py/...), each a regular file
+    (a FIFO there would block whoever reads it)."""
+    if not root or missing_cifar10_files(root):
+        return False
+    folder = Path(root) / CIFAR10_FOLDER
+    return all(regular_file_problem(folder / name) is None for name in CIFAR10_FILES)
+
+
+def irregular_cifar10_file(root: str) -> Optional[str]:
+    """'cifar-10-batches-py/<name>: not a regular file (...)' for the first file of the layout that is there but no
+    regular file, else None; opens nothing."""
+    folder = Path(root) / CIFAR10_FOLDER
+    for name in CIFAR10_FILES:
+        problem = regular_file_problem(folder / name) if (folder / name).exists() else None
+        if problem:
+            return f"{CIFAR10_FOLDER}/{name}: {problem}"
+    return None
 
 
 def missing_cifar10_files(root: str) -> List[str]:
-    folder = Path(root) / "cifar-10-batches-py"
-    return [name for name in CIFAR10_FILES if not (folder / name).is_file()]
+    """The files of torchvision's layout that are not there at all (one that is there but no regular file is
+    unreadable, not missing: cifar10_problem names it)."""
+    folder = Path(root) / CIFAR10_FOLDER
+    return [name for name in CIFAR10_FILES if not (folder / name).exists()]
 
 
 def cifar10_contents(root: Optional[str]) -> Optional[OnDisk]:
@@ -52,12 +79,28 @@ def cifar10_contents(root: Optional[str]) -> Optional[OnDisk]:
     is missing or unreadable."""
     if not root:
         return None
-    folder = Path(root) / "cifar-10-batches-py"
-    files = [folder / name for name in CIFAR10_TRAIN_BATCHES + ["batches.meta"]]
     try:
-        return _read_cifar10(str(folder), _stamp(files))
-    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError):
+        return _read_cifar10(*_cifar10_key(root))
+    except (OSError, DataFileProblem):
         return None
+
+
+def cifar10_problem(root: str) -> Optional[str]:
+    """Why a file of the CIFAR-10 at root cannot be read as torchvision reads it, naming the file, or None: each
+    file a regular file, a pickle of the right shape, a batch's images and labels as many, every label one of
+    batches.meta's classes. The held-out test_batch too, which training reads only at its first evaluation."""
+    try:
+        _read_cifar10(*_cifar10_key(root))
+    except DataFileProblem as problem:
+        return str(problem)
+    except OSError as error:
+        return f"{CIFAR10_FOLDER}/: cannot be read ({error.strerror or error})"
+    return None
+
+
+def _cifar10_key(root: str) -> Tuple[str, Tuple[float, ...]]:
+    folder = Path(root) / CIFAR10_FOLDER
+    return str(folder), _stamp([folder / name for name in CIFAR10_FILES])
 
 
 def classes_problem(num_classes: int, root: str, found: Optional[OnDisk]) -> Optional[str]:
@@ -70,23 +113,63 @@ def classes_problem(num_classes: int, root: str, found: Optional[OnDisk]) -> Opt
 
 
 def unreadable_cifar10(key: str, root: str) -> Optional[str]:
-    """One line when root holds CIFAR-10's files (the caller checked they are there) but they cannot be read as
-    CIFAR-10 (no read permission, truncated or not pickles), else None: the worker would fail on them after start-up."""
-    if cifar10_contents(root) is not None:
+    """One line when root holds CIFAR-10's files (the caller checked they are there) but one cannot be read as
+    CIFAR-10 (not a regular file, no read permission, truncated, not a pickle, images and labels that disagree),
+    naming it, else None: the worker would fail on it after start-up, or block on a FIFO."""
+    problem = cifar10_problem(root)
+    if problem is None:
         return None
-    return (f"{key}={root}: the files under cifar-10-batches-py/ cannot be read as CIFAR-10's python batches (no read "
-            "permission, or damaged); rewrite them, e.g. `hpml data digits --root DIR --force`")
+    return f"{key}={root}: {problem}; rewrite it, e.g. `hpml data digits --root DIR --force`"
+
+
+def _load_pickle(folder: str, name: str) -> Any:
+    path = f"{CIFAR10_FOLDER}/{name}"
+    try:
+        with open_regular(Path(folder) / name) as f:
+            return pickle.load(f, encoding="latin1")
+    except NotReadable as error:
+        raise DataFileProblem(f"{path}: {error}") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError,
+            MemoryError) as error:
+        raise DataFileProblem(f"{path}: not a CIFAR-10 python pickle ({one_line(error)})") from None
+    except OSError as error:
+        raise DataFileProblem(f"{path}: cannot be read ({one_line(error)})") from None
+
+
+def _batch_samples(folder: str, name: str, classes: int) -> int:
+    """A batch's sample count, after checking what torchvision's reader and the training loop assume of it."""
+    path = f"{CIFAR10_FOLDER}/{name}"
+    batch = _load_pickle(folder, name)
+    if not isinstance(batch, dict) or "data" not in batch or "labels" not in batch:
+        raise DataFileProblem(f"{path}: not a CIFAR-10 batch (a mapping with 'data' and 'labels')")
+    data, labels = batch["data"], batch["labels"]
+    try:
+        images = len(data)
+        values = getattr(data, "size", None)
+    except TypeError:
+        raise DataFileProblem(f"{path}: its 'data' is no array of images") from None
+    if not isinstance(labels, (list, tuple)):
+        raise DataFileProblem(f"{path}: its 'labels' is no list")
+    if values is not None and values != images * CIFAR10_IMAGE_VALUES:
+        raise DataFileProblem(f"{path}: its 'data' holds {values:,} values, not {images:,} images of "
+                              f"{CIFAR10_IMAGE_VALUES:,} (32 x 32 x 3)")
+    if images != len(labels):
+        raise DataFileProblem(f"{path}: {images:,} images but {len(labels):,} labels")
+    bad = next((label for label in labels if not (type(label) is int and 0 <= label < classes)), None)
+    if bad is not None:
+        raise DataFileProblem(f"{path}: label {bad!r:.40} is not one of the {classes} classes of batches.meta")
+    return images
 
 
 @functools.lru_cache(maxsize=16)
 def _read_cifar10(folder: str, stamp: Tuple[float, ...]) -> OnDisk:
-    samples = 0
-    for name in CIFAR10_TRAIN_BATCHES:
-        with open(Path(folder) / name, "rb") as f:
-            samples += len(pickle.load(f, encoding="latin1")["labels"])
-    with open(Path(folder) / "batches.meta", "rb") as f:
-        classes = len(pickle.load(f, encoding="latin1")["label_names"])
-    return OnDisk(samples, classes)
+    meta = _load_pickle(folder, "batches.meta")
+    names = meta.get("label_names") if isinstance(meta, dict) else None
+    if not isinstance(names, (list, tuple)) or not names:
+        raise DataFileProblem(f"{CIFAR10_FOLDER}/batches.meta: no list of label_names")
+    samples = sum(_batch_samples(folder, name, len(names)) for name in CIFAR10_TRAIN_BATCHES)
+    _batch_samples(folder, "test_batch", len(names))  # read at the first evaluation: checked before launch too
+    return OnDisk(samples, len(names))
 
 
 def image_folder_contents(root: Optional[str]) -> Optional[OnDisk]:

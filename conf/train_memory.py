@@ -163,10 +163,33 @@ def step_memory_problem(cfg: Any, per_worker: int, found: Optional[OnDisk]) -> O
              f"activations kept for backward {_gib(need.activations)}{checkpointed}",
              f"input batch {_gib(need.inputs)}"]
     parts += [f"decoded training split {_gib(need.data)}"] if need.data else []
-    return (f"workload.batch_size={cfg.batch_size}, workload.image_size={cfg.image_size}, "
-            f"workload.model={named(cfg.model)}: one training step needs at least {where} ({', '.join(parts)}; "
-            f"precision={cfg.precision.value}), more than the {_gib(available)} of {source}; lower "
-            "workload.batch_size or workload.image_size, or raise workload.accumulation_chunks or set "
+    return (f"{samples_text(cfg, per_worker)} of workload.image_size={cfg.image_size} through workload.model="
+            f"{named(cfg.model)}: one training step needs at least {where} ({', '.join(parts)}; "
+            f"precision={cfg.precision.value}), more than the {_gib(available)} of {source}; {remedies(cfg)}")
+
+
+def samples_text(cfg: Any, per_worker: int) -> str:
+    """The images one device holds in a step, with every key that made the number: the batch, split over the
+    workers (strong scaling), times the augmented copies, in chunks (issue 33: a refusal blamed batch_size=64
+    for the 64 x 1024 images of batch_augmentation=1024)."""
+    per_device = per_worker // cfg.devices_per_worker * cfg.batch_augmentation
+    made = [f"workload.batch_size={cfg.batch_size}"]
+    if cfg.scaling.value == "strong" and per_worker * cfg.placement.resources.world_size == cfg.batch_size:
+        made[0] += f" (global, over {cfg.placement.resources.world_size} workers: workload.scaling=strong)"
+    if cfg.batch_augmentation > 1:
+        made.append(f"workload.batch_augmentation={cfg.batch_augmentation} copies of each")
+    text = f"{per_device:,} images a step on one device ({' x '.join(made)})"
+    if cfg.accumulation_chunks > 1:
+        text += (f", {per_device // cfg.accumulation_chunks:,} per forward "
+                 f"(workload.accumulation_chunks={cfg.accumulation_chunks})")
+    return text
+
+
+def remedies(cfg: Any) -> str:
+    """What lowers the number, the keys that made it first."""
+    keys = ["workload.batch_augmentation"] if cfg.batch_augmentation > 1 else []
+    keys += ["workload.batch_size", "workload.image_size"]
+    return (f"lower {', '.join(keys[:-1])} or {keys[-1]}, or raise workload.accumulation_chunks or set "
             "workload.activation_checkpointing=true")
 
 

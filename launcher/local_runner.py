@@ -131,9 +131,7 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
                 on_submit(spec, job.job_id, array_of[spec.point])
                 running += 1
             on_tick()
-            if not queue and running == 0:
-                settle_early_deaths(sweep_dir, jobs, settled)
-                on_tick()
+            if not queue and running == 0:  # every job was settled above, before this last tick
                 return jobs
             wait_for_an_end(jobs, running, stop, poll_s)
         wind_down(sweep_dir, jobs, stop)

@@ -120,3 +120,22 @@ def committed_sweeps(tmp_path_factory):
         return unpacked[folder]
 
     return _unpack
+
+
+def launch_then_damage(root: Path, args: Sequence[str], damage, timeout: float = 600, env: dict | None = None):
+    """`hpml launch` as a user runs it, and `damage()` called as soon as the sweep's manifest exists: after the
+    preflight passed, before a worker reads its data. The way to make a point fail in its worker now that the
+    preflight reads every file a run will read (issue 33): the files change after the launch."""
+    import time
+
+    before = set((root / "sweeps").glob("*/manifest.json")) if (root / "sweeps").is_dir() else set()
+    launch = subprocess.Popen(HPML + ["launch", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + 120
+    while launch.poll() is None and time.monotonic() < deadline:
+        if set((root / "sweeps").glob("*/manifest.json")) - before:
+            damage()
+            break
+        time.sleep(0.05)
+    out, err = launch.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(launch.args, launch.returncode, out, err)

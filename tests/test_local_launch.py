@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hpml.analysis.results import load_results
+from tests.conftest import launch_then_damage
 
 
 def only_sweep_dir(root: Path) -> Path:
@@ -66,17 +67,21 @@ def test_status_lists_every_point(quickstart, hpml):
     assert done.stdout.count("completed") == 2
 
 
+BROKEN_HELD_OUT = "cifar-10-batches-py/test_batch: not a CIFAR-10 python pickle (UnpicklingError"
+
+
 @pytest.fixture(scope="module")
-def half_failed(tmp_path_factory, hpml_in, digits_data):
-    """A sweep of two points whose second fails in its worker: its held-out batch (test_batch) is damaged, which
-    the preflight does not read (it reads the training batches and batches.meta), so the first evaluation raises."""
+def half_failed(tmp_path_factory, digits_data):
+    """A sweep of two points whose second fails in its worker: its held-out batch (test_batch) is damaged after
+    the launch's preflight read it (the preflight reads every file a run reads), so its first evaluation raises."""
     root = tmp_path_factory.mktemp("half_failed")
     good, bad = root / "good", root / "bad"
     for data in (good, bad):
         shutil.copytree(digits_data / "cifar", data)
-    (bad / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle")
-    done = hpml_in(root, "launch", "-m", "workload.dataset=cifar10", f"workload.data_root={good},{bad}",
-                   "workload.eval_every=1", "workload.batch_size=64", "workload.epochs=2", "workload.model=hpml_cnn")
+    done = launch_then_damage(root, ["-m", "workload.dataset=cifar10", f"workload.data_root={good},{bad}",
+                                     "workload.eval_every=1", "workload.batch_size=64", "workload.epochs=2",
+                                     "workload.model=hpml_cnn"],
+                              lambda: (bad / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle"))
     assert done.returncode == 1, done.stdout + done.stderr
     return only_sweep_dir(root)
 
@@ -88,7 +93,8 @@ def test_a_failing_point_is_failed_with_its_reason(half_failed, hpml):
     assert ok["state"] == "completed"
     assert failed["state"] == "failed" and failed["returncode"] != 0
     reason = failed["reason"]
-    assert reason.startswith("UnpicklingError: ") and "\n" not in reason, reason  # the root cause, one line
+    assert reason.startswith("DataFileError: workload.data_root=") and BROKEN_HELD_OUT in reason, reason
+    assert "\n" not in reason  # the root cause, one line, naming the file
     result = json.loads((sweep / "points/1/result.json").read_text())
     assert result["status"] == "failed" and result["reason"] == reason
     status = hpml("status", str(sweep))
@@ -101,8 +107,13 @@ def test_resume_reruns_only_the_failed_point_and_keeps_its_last_attempt(half_fai
     sweep = half_failed
     before = json.loads((sweep / "manifest.json").read_text())["points"]
     finished = (sweep / "points/0/result.json").read_bytes()
+    refused = hpml("resume", str(sweep))  # launch's preflight: the damaged file is named, nothing is moved
+    assert refused.returncode == 2 and BROKEN_HELD_OUT in refused.stderr, refused.stdout + refused.stderr
+    assert not (sweep / "points/1/attempts").exists()
+    bad = sweep.parent.parent / "bad" / "cifar-10-batches-py" / "test_batch"
+    shutil.copy(sweep.parent.parent / "good" / "cifar-10-batches-py" / "test_batch", bad)  # the cause fixed
     done = hpml("resume", str(sweep))
-    assert done.returncode == 1, done.stdout + done.stderr  # the same config fails again
+    assert done.returncode == 0, done.stdout + done.stderr
     assert "hpml: resuming 1 of 2 point(s) of " in done.stdout
     after = json.loads((sweep / "manifest.json").read_text())["points"]
     assert after[0]["job_id"] == before[0]["job_id"] and "previous_job_ids" not in after[0]
@@ -111,7 +122,7 @@ def test_resume_reruns_only_the_failed_point_and_keeps_its_last_attempt(half_fai
     attempt = sweep / "points/1/attempts/0"
     assert json.loads((attempt / "state.json").read_text())["state"] == "failed"
     assert (attempt / "result.json").exists() and (attempt / "logs" / "torchrun.node0.err").exists()
-    assert json.loads((sweep / "points/1/state.json").read_text())["state"] == "failed"  # the rerun's own
+    assert json.loads((sweep / "points/1/state.json").read_text())["state"] == "completed"  # the rerun's own
 
 
 def test_an_earlier_attempt_moved_aside_is_not_counted_beside_the_points_result(quickstart, tmp_path):

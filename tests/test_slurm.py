@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import launch_then_damage
 from tests.test_data import write_cifar10
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
@@ -198,18 +199,18 @@ def test_gpus_per_node_is_requested_as_gres_and_slurm_sets_cuda_visible_devices(
     assert result["environment"]["device"] == "cpu"  # the test cluster's "GPUs" are not CUDA devices
 
 
-def failing_second_point(tmp_path: Path) -> list:
-    """Overrides of a two-point sweep whose second point fails in its worker: its held-out batch (test_batch) is
-    damaged, which the preflight does not read (it reads the training batches and batches.meta), so the first
-    evaluation raises."""
+def launch_failing_second_point(tmp_path: Path):
+    """A two-point SLURM sweep whose second point fails in its worker: its held-out batch (test_batch) is damaged
+    once the launch's preflight has read it (the manifest exists), before the worker's first evaluation reads it."""
     good, bad = write_cifar10(tmp_path / "good").parent, write_cifar10(tmp_path / "bad").parent
-    (bad / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle")
-    return ["workload.epochs=2", "workload.batch_size=4", "workload.model=hpml_cnn", "workload.eval_every=1",
-            "workload.dataset=cifar10", f"workload.data_root={good},{bad}"]
+    args = ["-m", "cluster=slurm", "workload.epochs=2", "workload.batch_size=4", "workload.model=hpml_cnn",
+            "workload.eval_every=1", "workload.dataset=cifar10", f"workload.data_root={good},{bad}"]
+    return launch_then_damage(tmp_path, args,
+                              lambda: (bad / "cifar-10-batches-py" / "test_batch").write_bytes(b"not a pickle"))
 
 
 def test_a_failing_workload_is_a_failed_slurm_job_with_its_reason(hpml, tmp_path):
-    done = hpml("launch", "-m", "cluster=slurm", *failing_second_point(tmp_path))
+    done = launch_failing_second_point(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     sweep = sweep_dir_of(tmp_path)
     ok_job, bad_job = (p["job_id"] for p in manifest_of(sweep)["points"])
@@ -218,11 +219,11 @@ def test_a_failing_workload_is_a_failed_slurm_job_with_its_reason(hpml, tmp_path
     status = hpml("status", str(sweep))
     rows = [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()]
     assert rows == [["0", "completed"], ["1", "failed"]], status.stdout  # (the progress line always says "failed")
-    assert "UnpicklingError: " in status.stdout  # the root cause, in one line
+    assert "test_batch: not a CIFAR-10 python pickle (UnpicklingError: " in status.stdout  # the cause, the file
 
 
 def test_status_without_sacct_uses_squeue_and_the_sweeps_files(hpml, tmp_path):
-    done = hpml("launch", "-m", "cluster=slurm", *failing_second_point(tmp_path))
+    done = launch_failing_second_point(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     sweep = sweep_dir_of(tmp_path)
     no_sacct = tmp_path / "bin"

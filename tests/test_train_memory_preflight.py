@@ -105,8 +105,9 @@ def test_a_step_far_beyond_the_host_is_refused_in_one_line_before_anything_is_wr
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("hpml: error: workload.batch_size=16384, workload.image_size=224, workload.model="
-                               "resnet50: one training step needs at least 1 worker(s) x "), lines[0]
+    assert lines[0].startswith("hpml: error: 16,384 images a step on one device (workload.batch_size=16384) of "
+                               "workload.image_size=224 through workload.model=resnet50: one training step needs at "
+                               "least 1 worker(s) x "), lines[0]
     assert "GiB on the node (weights 0." in lines[0] and "of this host's MemTotal + SwapTotal;" in lines[0]
     assert not (tmp_path / "sweeps").exists()  # no sweep folder, no manifest, nothing run
 
@@ -207,3 +208,22 @@ def test_the_floor_stays_below_a_real_steps_peak_on_a_gpu(compose_values, overri
     step()
     torch.cuda.synchronize()
     assert bound(cfg).total <= torch.cuda.max_memory_allocated()
+
+
+@pytest.mark.parametrize("overrides, made_of, lower", [
+    # issue 33: the copies made the number, and the refusal said only workload.batch_size=64
+    (["workload.batch_size=64", "workload.batch_augmentation=1024"],
+     "65,536 images a step on one device (workload.batch_size=64 x workload.batch_augmentation=1024 copies of each) ",
+     "lower workload.batch_augmentation, workload.batch_size or workload.image_size"),
+    (["workload.batch_size=128", "workload.batch_augmentation=1024", "workload.scaling=strong",
+      "resources.workers_per_node=2", "workload.accumulation_chunks=4"],
+     "65,536 images a step on one device (workload.batch_size=128 (global, over 2 workers: workload.scaling=strong) x "
+     "workload.batch_augmentation=1024 copies of each), 16,384 per forward (workload.accumulation_chunks=4) ",
+     "lower workload.batch_augmentation, workload.batch_size or workload.image_size"),
+])
+def test_a_refusal_names_every_key_that_made_its_number(compose_values, digits_data, overrides, made_of, lower):
+    config = config_from_dict(compose_values(["experiment=tiny/train", "workload.dataset=cifar10",
+                                              f"workload.data_root={digits_data / 'cifar'}", "workload.model=resnet152",
+                                              "resources.mem_gb=8", "cluster=slurm", *overrides]))
+    refused = memory_problem(config.workload)
+    assert refused.startswith(made_of) and lower in refused and "\n" not in refused, refused

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from torch.utils.data import Dataset
 
-from hpml.conf.data_on_disk import cifar10_on_disk
+from hpml.conf.data_on_disk import cifar10_on_disk, cifar10_problem, irregular_cifar10_file, missing_cifar10_files
 
 # The per-channel mean and std of CIFAR-10's training images (the values torchvision's examples use)
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -33,6 +33,27 @@ def local_cifar10(root: str, transform, train: bool = True) -> Dataset:
                 self.classes = pickle.load(f, encoding="latin1")[self.meta["key"]]
             self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
 
-    if not cifar10_on_disk(root):
+    if not root or missing_cifar10_files(root):
         raise FileNotFoundError(f"workload.data_root={root}: no CIFAR-10 (cifar-10-batches-py) there")
-    return LocalCIFAR10(root, train=train, download=False, transform=transform)
+    irregular = irregular_cifar10_file(root)  # a FIFO would block torchvision's read forever
+    if irregular:
+        raise DataFileError(f"workload.data_root={root}: {irregular}")
+    try:
+        data = LocalCIFAR10(root, train=train, download=False, transform=transform)
+    except (pickle.UnpicklingError, EOFError, KeyError, ValueError, TypeError, AttributeError, IndexError,
+            OSError) as error:  # the files changed since the preflight read them: say which one, not only how
+        raise DataFileError(f"workload.data_root={root}: {cifar10_problem(root) or _first_line(error)}") from None
+    classes = len(data.classes)
+    # torchvision reads images and labels apart: a batch whose counts disagree fails only at a sample's index
+    if len(data.data) != len(data.targets) or any(not 0 <= label < classes for label in data.targets):
+        raise DataFileError(f"workload.data_root={root}: {cifar10_problem(root) or 'images and labels disagree'}")
+    return data
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return type(error).__name__ + (f": {text.splitlines()[0]}" if text else "")
+
+
+class DataFileError(RuntimeError):
+    """A data file a worker cannot read; the message names the file (the point's reason is its first line)."""

@@ -69,7 +69,11 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
     log, clock = EpochLog(), PhaseClock(ctx.device, data_on_device=placement == DataPlacement.device)
     checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
-    first_epoch = checkpoint.restore(model, optimizer, log, ctx.device) if checkpoint else 0
+    first_epoch = checkpoint.restore(model, optimizer, log, ctx.device, set_aside=ctx.is_main) if checkpoint else 0
+    extras.checkpoint_discarded = checkpoint.discarded if checkpoint else None
+    if extras.checkpoint_discarded and ctx.is_main:
+        print(f"[rank 0] restarting from epoch 1: {extras.checkpoint_discarded['reason']} (set aside as "
+              f"{extras.checkpoint_discarded['set_aside']})", flush=True)
     stepper.global_step = first_epoch * len(loader)
     if first_epoch < cfg.epochs:  # epoch 1 is always cold, whatever an older checkpoint recorded
         log.cold_epochs = sorted({0, *log.cold_epochs, first_epoch})

@@ -49,6 +49,7 @@ class Extras:
     steps_per_epoch: int = 0
     lr_target: float = 0.0
     evaluations: Optional[EvaluationLog] = None  # workload.eval_every > 0
+    checkpoint_discarded: Optional[Dict[str, Any]] = None  # a checkpoint that could not be used: why, where it went
 
 
 def timing_words(clock_method: str) -> Dict[str, str]:
@@ -147,6 +148,8 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "comm_profile": extras.comm_profile,
         "overhead_check": extras.overhead_check,
         "batch_probe": extras.batch_probe,
+        # the point restarted from epoch 1 because its checkpoint could not be used: {"reason", "set_aside"}
+        "checkpoint_discarded": extras.checkpoint_discarded,
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if torch.cuda.is_available() else None,
         "cold_epochs": log.cold_epochs,
     }
