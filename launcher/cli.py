@@ -87,6 +87,12 @@ def _report(argv: List[str]) -> int:
     return main(argv)
 
 
+def _compare(argv: List[str]) -> int:
+    from hpml.analysis.compare.report import main
+
+    return main(argv)
+
+
 def _evaluate(argv: List[str]) -> int:
     from hpml.evaluation.cli import main
 
@@ -119,6 +125,10 @@ VERBS: Dict[str, Verb] = {
     "report": Verb("""\
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR
 """, _report, exit_unfreed=True),
+    "compare": Verb("""\
+  compare BASE CAND [CAND ...] [--ignore KEY] [--by KEY] [--out D] [--fail-on-regression PCT]
+                          each matched configuration's headline numbers: ratio, 95 % interval, verdict
+""", _compare, exit_unfreed=True),
     "evaluate": Verb("""\
   evaluate DIR --images I [--out D]
                           top-1 of every model a sweep saved (points/*/model.pt) on image folder I/<class>/

@@ -1,0 +1,102 @@
+"""Each study's headline numbers, one value per result (a repeat), recomputed from the raw arrays as the study's own
+report does, with the direction that is better. A workload without an entry here is listed by `hpml compare` as not
+compared, never dropped silently.
+
+Time to accuracy is not a per-result number like the others: a run that did not converge has no time. It is
+compared as MLPerf scores it (analysis.compare.report: olympic means, a non-converged run the slowest) beside the
+converged fraction; here each result gives its time, or None when it did not converge.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from hpml.contract.result_format import timed_values
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    better: str  # "lower" | "higher"
+    value: Callable[[Mapping[str, Any]], Optional[float]]
+    time_to_accuracy: bool = False  # compared the MLPerf way (olympic means, converged fraction)
+
+
+def _epoch_time(doc: Mapping[str, Any]) -> Optional[float]:
+    m = doc["measurements"]
+    times = timed_values(m["epoch_time_s"], m)
+    return statistics.fmean(times) if times else None
+
+
+def _step_time_ms(doc: Mapping[str, Any]) -> Optional[float]:
+    m = doc["measurements"]
+    steps = [s for epoch in timed_values(m["step_time_s"], m) for s in epoch]
+    return statistics.median(steps) * 1000 if steps else None
+
+
+def _throughput(doc: Mapping[str, Any]) -> Optional[float]:
+    epoch = _epoch_time(doc)
+    samples = doc["measurements"].get("samples_per_epoch")
+    return samples / epoch if epoch and samples else None
+
+
+def _evaluation(doc: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    evaluation = doc["measurements"].get("evaluation")
+    return evaluation if isinstance(evaluation, dict) and evaluation.get("top1") else None
+
+
+def _final_top1(doc: Mapping[str, Any]) -> Optional[float]:
+    evaluation = _evaluation(doc)
+    return 100 * evaluation["top1"][-1] if evaluation else None
+
+
+def _time_to_accuracy(doc: Mapping[str, Any]) -> Optional[float]:
+    """Seconds to the first evaluation at or above the target; None when the run never reached it."""
+    evaluation, target = _evaluation(doc), (doc.get("derived") or {}).get("tta", {}).get("target")
+    if not evaluation or target is None:
+        return None
+    hit = next((i for i, top1 in enumerate(evaluation["top1"]) if top1 >= target), None)
+    return evaluation["elapsed_s"][hit] if hit is not None else None
+
+
+def _has_target(doc: Mapping[str, Any]) -> bool:
+    return _evaluation(doc) is not None and (doc.get("derived") or {}).get("tta", {}).get("target") is not None
+
+
+def _synthetic_images_per_s(doc: Mapping[str, Any]) -> Optional[float]:
+    from hpml.analysis.synthetic.runs import synthetic_run
+
+    totals = synthetic_run(doc)["totals"]
+    return statistics.fmean(totals) if totals else None
+
+
+def _allreduce_busbw(doc: Mapping[str, Any]) -> Optional[float]:
+    from hpml.analysis.allreduce.tables import allreduce_rows
+
+    rows = allreduce_rows(dict(doc))
+    largest = max(rows, key=lambda row: row["bytes"]) if rows else None
+    return largest["busbw_GBps"] if largest else None
+
+
+TRAIN = [
+    Metric("epoch time", "s", "lower", _epoch_time),
+    Metric("step time (median)", "ms", "lower", _step_time_ms),
+    Metric("throughput", "samples/s", "higher", _throughput),
+    Metric("held-out top-1 (last evaluation)", "%", "higher", _final_top1),
+    Metric("time to accuracy", "s", "lower", _time_to_accuracy, time_to_accuracy=True),
+]
+HEADLINES: Dict[str, List[Metric]] = {
+    "train": TRAIN,
+    "synthetic": [Metric("images/s (all ranks)", "images/s", "higher", _synthetic_images_per_s)],
+    "allreduce": [Metric("busbw at the largest size", "GB/s", "higher", _allreduce_busbw)],
+}
+
+
+def applies(metric: Metric, doc: Mapping[str, Any]) -> bool:
+    """Whether a result measures this metric at all (a run without evaluations has no accuracy or TTA)."""
+    if metric.time_to_accuracy:
+        return _has_target(doc)
+    return metric.value(doc) is not None

@@ -1,0 +1,304 @@
+"""`hpml compare BASELINE CANDIDATE [CANDIDATE ...]`: which side is faster, by how much, and how sure.
+
+Each side is a sweep or a folder of sweeps. Results are matched by the work they measured (analysis.compare.match),
+each study's headline numbers (analysis.compare.metrics) are compared configuration by configuration with a 95 %
+interval (analysis.compare.statistics), and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
+interval per configuration and metric) are written to --out (default: <candidate>_vs_<baseline>/ beside the
+candidate). Results that match nothing on the other side are listed, not dropped. --fail-on-regression PCT exits 1
+when any headline number is worse by more than PCT % with confidence; the exit status is 0 otherwise, whatever the
+verdicts (2 for bad input, one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hpml.analysis.compare.match import known_keys, match_items, match_key, side_labels
+from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
+from hpml.analysis.compare.statistics import Ratio, compare_values, regressed
+from hpml.analysis.latex import latex_table
+from hpml.analysis.registry import RESULT_CHECKS
+from hpml.analysis.results import load_results
+from hpml.analysis.sections import markdown_table
+from hpml.analysis.stats import differing_labels, olympic_mean
+
+HEADERS = ["configuration", "metric", "baseline (mean ± sd, n)", "candidate (mean ± sd, n)",
+           "ratio cand/base [95 % CI]", "verdict", "repeats a side for ±{d:g} %"]
+
+
+class CompareError(Exception):
+    """Bad input: one line."""
+
+
+@dataclass
+class Row:
+    candidate: str
+    configuration: str
+    workload: str
+    metric: Metric
+    base: List[Optional[float]]
+    cand: List[Optional[float]]
+    result: Ratio
+    note: str = ""
+
+
+def load_side(path: str) -> List[Dict[str, Any]]:
+    if not Path(path).exists():
+        raise CompareError(f"{path}: no such folder")
+    loaded = load_results(path, RESULT_CHECKS)
+    if loaded.files_found == 0:
+        raise CompareError(f"{path}: no result.json under it: not a sweep or a folder of sweeps")
+    docs = [doc for doc in loaded.rows if doc["status"] == "ok"]
+    if not docs:
+        raise CompareError(f"{path}: no ok result among its {loaded.files_found} (hpml status says why)")
+    return docs
+
+
+def grouped(docs: Sequence[Mapping[str, Any]], ignore: Sequence[str], by: Sequence[str]) -> Dict[Tuple[str, str], dict]:
+    groups: Dict[Tuple[str, str], dict] = {}
+    for doc in docs:
+        items = match_items(doc["config"], ignore, by)
+        entry = groups.setdefault((doc["identity"]["workload"], match_key(items)), {"items": items, "docs": []})
+        entry["docs"].append(doc)
+    return groups
+
+
+def _positive(values: Sequence[Optional[float]]) -> List[float]:
+    return [v for v in values if v is not None and math.isfinite(v) and v > 0]
+
+
+def compare_metric(metric: Metric, base_docs, cand_docs, difference: float) -> Tuple[Ratio, list, list, str]:
+    base = [metric.value(doc) for doc in base_docs]
+    cand = [metric.value(doc) for doc in cand_docs]
+    if not metric.time_to_accuracy:
+        return compare_values(_positive(base), _positive(cand), metric.better, difference), base, cand, ""
+    # MLPerf: a run that did not converge counts as the slowest; olympic means; the converged fraction beside it
+    b_conv, c_conv = _positive(base), _positive(cand)
+    missed = (len(base) - len(b_conv), len(cand) - len(c_conv))
+    note = f"converged {len(b_conv)}/{len(base)} vs {len(c_conv)}/{len(cand)}"
+    if missed == (0, 0):
+        result = compare_values(b_conv, c_conv, metric.better, difference)
+    else:
+        result = Ratio(None, None, None, "no interval (a run did not converge)", None)
+    b_ol, c_ol = olympic_mean(b_conv, missed[0]), olympic_mean(c_conv, missed[1])
+    if b_ol and c_ol:  # MLPerf's score; the ratio column stays the geometric means' when it has an interval
+        note += f"; olympic means {b_ol:.4g} s vs {c_ol:.4g} s (ratio {c_ol / b_ol:.4f})"
+        if result.ratio is None:
+            result.ratio = c_ol / b_ol
+    fraction = converged_fraction_verdict(len(b_conv), len(base), len(c_conv), len(cand))
+    return result, base, cand, note + (f"; {fraction}" if fraction else "")
+
+
+def converged_fraction_verdict(b_ok: int, b_n: int, c_ok: int, c_n: int) -> str:
+    """Fisher's exact test of the two converged fractions, said when it resolves a difference at 5 %."""
+    if (b_ok, b_n) == (c_ok, c_n) or min(b_n, c_n) == 0:
+        return ""
+    from scipy.stats import fisher_exact
+
+    p = fisher_exact([[c_ok, c_n - c_ok], [b_ok, b_n - b_ok]]).pvalue
+    if p >= 0.05:
+        return f"converged fractions differ, not resolved (Fisher p = {p:.2f})"
+    return f"converged fraction {'better' if c_ok / c_n > b_ok / b_n else 'worse'} (Fisher p = {p:.3f})"
+
+
+def spread_text(values: Sequence[Optional[float]]) -> str:
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    missing = len(values) - len(kept)
+    tail = f", {missing} without" if missing else ""
+    if not kept:
+        return f"– (n=0{tail})"
+    sd = f" ± {statistics.stdev(kept):.4g}" if len(kept) > 1 else ""
+    return f"{statistics.fmean(kept):.4g}{sd} (n={len(kept)}{tail})"
+
+
+def ratio_text(result: Ratio) -> str:
+    if result.ratio is None:
+        return "–"
+    interval = f" [{result.low:.4f}, {result.high:.4f}]" if result.low is not None else " (no interval)"
+    return f"{result.ratio:.4f}{interval}"
+
+
+def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ignore, by,
+               difference: float) -> Tuple[List[Row], List[str]]:
+    """(the comparisons, the lines for what matched nothing)."""
+    base_groups = grouped(base_docs, ignore, by)
+    rows: List[Row] = []
+    unmatched: List[str] = []
+    for name, docs in candidates.items():
+        cand_groups = grouped(docs, ignore, by)
+        common = sorted(set(base_groups) & set(cand_groups))
+        if not common:
+            raise CompareError(nothing_in_common(name, base_groups, cand_groups))
+        labels = differing_labels({key: base_groups[key]["items"] for key in common}, strip="")
+        for key in common:
+            workload = key[0]
+            metrics = HEADLINES.get(workload)
+            if metrics is None:
+                unmatched.append(f"{name}: workload {workload} has no headline numbers to compare "
+                                 f"({len(base_groups[key]['docs'])} + {len(cand_groups[key]['docs'])} results)")
+                continue
+            b, c = base_groups[key]["docs"], cand_groups[key]["docs"]
+            for metric in metrics:
+                if not any(applies(metric, doc) for doc in b + c):
+                    continue
+                result, base, cand, note = compare_metric(metric, b, c, difference)
+                rows.append(Row(name, labels[key] or workload, workload, metric, base, cand, result, note))
+        for key in sorted(set(base_groups) - set(cand_groups)):
+            unmatched.append(f"only in the baseline: {len(base_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
+        for key in sorted(set(cand_groups) - set(base_groups)):
+            unmatched.append(f"only in {name}: {len(cand_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
+    return rows, unmatched
+
+
+def nothing_in_common(name: str, base_groups: Mapping, cand_groups: Mapping) -> str:
+    base_items = next(iter(base_groups.values()))["items"]
+    cand_items = next(iter(cand_groups.values()))["items"]
+    differ = sorted(k for k in set(base_items) | set(cand_items) if base_items.get(k) != cand_items.get(k))
+    shown = ", ".join(f"{k} ({base_items.get(k)} vs {cand_items.get(k)})" for k in differ[:3])
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    return (f"the baseline and {name} have no configuration in common: they differ in {shown}{more}; "
+            "--ignore KEY leaves a key out of the match")
+
+
+def table_cells(rows: Sequence[Row]) -> List[List[str]]:
+    return [[row.configuration, f"{row.metric.name} [{row.metric.unit}] ({row.metric.better} is better)",
+             spread_text(row.base), spread_text(row.cand), ratio_text(row.result),
+             row.result.verdict + (f"; {row.note}" if row.note else ""),
+             str(row.result.repeats_needed) if row.result.repeats_needed else "–"] for row in rows]
+
+
+MAX_FOREST_ROWS = 40  # a plot of 20,000 rows took 2 minutes and showed nothing: the most telling ones, the CSV all
+VERDICT_ORDER = {"worse": 0, "better": 1, "no difference resolved": 2}
+
+
+def forest_rows(rows: Sequence[Row]) -> List[Row]:
+    """The rows the forest plot shows: worse ones first, then better, then unresolved, each by the size of the
+    difference; at most MAX_FOREST_ROWS."""
+    shown = [row for row in rows if row.result.ratio is not None]
+    shown.sort(key=lambda row: (VERDICT_ORDER.get(row.result.verdict, 3), -abs(math.log(row.result.ratio))))
+    return shown[:MAX_FOREST_ROWS]
+
+
+def forest_plot(rows: Sequence[Row], path: Path) -> bool:
+    shown = forest_rows(rows)
+    if not shown:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(shown) + 1.5))
+    for y, row in enumerate(reversed(shown)):
+        r = row.result
+        color = {"better": "tab:green", "worse": "tab:red"}.get(r.verdict, "tab:gray")
+        if r.low is not None:
+            ax.plot([r.low, r.high], [y, y], color=color, linewidth=2)
+        ax.plot([r.ratio], [y], "o", color=color)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([f"{row.configuration[:40]} · {row.metric.name}" for row in reversed(shown)], fontsize=8)
+    ax.set_xlabel("candidate / baseline (95 % CI; log scale; green better, red worse)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(rows: Sequence[Row], unmatched: Sequence[str], labels: Sequence[str], names: Sequence[str],
+                  out: Path, difference: float) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    headers = [h.format(d=difference * 100) for h in HEADERS]
+    header = [f"# hpml compare: {names[0]} (baseline) vs {', '.join(names[1:])}", "",
+              "Sides: " + "; ".join(f"{n}: {label or 'no provenance differs'}" for n, label in zip(names, labels)),
+              "", "Ratio: candidate / baseline of the geometric means; 95 % interval from Welch's t on the logarithms "
+              "of the repeats (none with one repeat a side); verdict from the whole interval and the metric's "
+              "direction. Time to accuracy: MLPerf's olympic means, a run that did not converge counted as the "
+              "slowest, with the converged fractions (Fisher's exact test).", ""]
+    parts = {}
+    for name in names[1:]:
+        mine = [row for row in rows if row.candidate == name]
+        parts[name] = table_cells(mine)
+        header += [f"## {name}", "", markdown_table(headers, parts[name]), ""]
+    plotted = len(forest_rows(rows))
+    header += [f"Forest plot (compare_forest.png): {plotted} of the {len(rows)} comparisons"
+               + (", the worse, then the better, each largest difference first (compare.csv holds all)"
+                  if plotted < len(rows) else ""), ""]
+    if unmatched:
+        header += ["## Not compared", ""] + [f"- {line}" for line in unmatched] + [""]
+    text = "\n".join(header)
+    (out / "compare.md").write_text(text)
+    with open(out / "compare.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["candidate", "configuration", "workload", "metric", "unit", "better", "baseline_n",
+                         "baseline_mean", "candidate_n", "candidate_mean", "ratio", "ci_low", "ci_high", "verdict",
+                         "repeats_needed", "note"])
+        for row in rows:
+            b, c = _positive(row.base), _positive(row.cand)
+            writer.writerow([row.candidate, row.configuration, row.workload, row.metric.name, row.metric.unit,
+                             row.metric.better, len(b), statistics.fmean(b) if b else "", len(c),
+                             statistics.fmean(c) if c else "", row.result.ratio, row.result.low, row.result.high,
+                             row.result.verdict, row.result.repeats_needed, row.note])
+    (out / "compare.tex").write_text("\n".join(
+        latex_table(headers, cells, f"hpml compare: {name} against {names[0]}", f"tab:compare-{index}")
+        for index, (name, cells) in enumerate(parts.items())))
+    forest_plot(rows, out / "compare_forest.png")
+    return text
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="hpml compare", description=__doc__.splitlines()[0])
+    parser.add_argument("baseline")
+    parser.add_argument("candidates", nargs="+", metavar="candidate")
+    parser.add_argument("--ignore", action="append", default=[], metavar="KEY", help="leave KEY out of the match")
+    parser.add_argument("--by", action="append", default=[], metavar="KEY", help="match by KEY too")
+    parser.add_argument("--out", default=None, help="folder for the tables and the plot")
+    parser.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT")
+    parser.add_argument("--difference", type=float, default=2.0, metavar="PCT",
+                        help="the difference the repeats-needed column resolves (default 2 %%)")
+    args = parser.parse_args(argv)
+    if args.difference <= 0 or (args.fail_on_regression is not None and args.fail_on_regression < 0):
+        parser.error("--difference must be > 0 and --fail-on-regression >= 0")
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args)
+    except CompareError as error:
+        print(f"hpml: error: {error}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    names = [args.baseline, *args.candidates]
+    sides = {name: load_side(name) for name in names}
+    known = known_keys([doc for docs in sides.values() for doc in docs])
+    for key in args.by:
+        if key not in known:
+            raise CompareError(f"--by {key}: no result has this key (e.g. {', '.join(sorted(known)[:3])})")
+    difference = args.difference / 100
+    rows, unmatched = build_rows(sides[args.baseline], {n: sides[n] for n in args.candidates}, args.ignore,
+                                 args.by, difference)
+    labels, _ = side_labels(list(sides.values()))
+    last = Path(args.candidates[-1]).resolve()
+    out = Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
+    print(write_outputs(rows, unmatched, labels, names, out, difference))
+    print(f"hpml: wrote {out}/compare.md, compare.csv, compare.tex, compare_forest.png")
+    if args.fail_on_regression is not None:
+        worse = [row for row in rows if regressed(row.result, row.metric.better, args.fail_on_regression)]
+        if worse:
+            print(f"hpml: {len(worse)} headline number(s) worse by more than {args.fail_on_regression:g} % with "
+                  f"95 % confidence: " + "; ".join(f"{r.configuration} {r.metric.name} {ratio_text(r.result)}"
+                                                   for r in worse), file=sys.stderr)
+            return 1
+    return 0

@@ -1,0 +1,156 @@
+"""`hpml compare` (issue 34): the statistics against hand-computed values, and the verb on real launched sweeps:
+two sides of the same preset, a candidate that is really slower, what matches nothing, and bad input in one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hpml.analysis.compare.match import match_items
+from hpml.analysis.compare.statistics import compare_values, regressed, repeats_needed, verdict
+from tests.conftest import run_hpml
+
+# --- statistics ------------------------------------------------------------------------------------------------
+
+
+def test_repeats_needed_is_the_published_formula():
+    # n = 2 (1.96 + 0.84)^2 c^2 / d^2: c = 0.03, d = 0.02 -> 35.3 -> 36; c = 0.01 -> 3.9 -> 4 (DESIGN.md's values)
+    assert repeats_needed(0.03, 0.02) == 36
+    assert repeats_needed(0.01, 0.02) == 4
+
+
+def test_welchs_interval_on_the_logs_against_a_hand_computation():
+    # logs: base [0, 0.2], candidate [0.1, 0.3]: difference 0.1; each sample variance 0.02, se = sqrt(0.02) = 0.141421;
+    # Welch's df = 0.02^2 / (0.01^2 + 0.01^2) = 2; t(0.975, 2) = 4.302653 -> 0.1 +- 0.608497 -> exp: [0.60138, 2.03098]
+    result = compare_values([1.0, math.exp(0.2)], [math.exp(0.1), math.exp(0.3)], "lower")
+    assert result.ratio == pytest.approx(math.exp(0.1))
+    assert result.low == pytest.approx(math.exp(0.1 - 4.302653 * math.sqrt(0.02)), rel=1e-5)
+    assert result.high == pytest.approx(math.exp(0.1 + 4.302653 * math.sqrt(0.02)), rel=1e-5)
+    assert result.verdict == "no difference resolved"
+
+
+def test_one_repeat_a_side_gives_no_interval_and_never_an_invented_one():
+    result = compare_values([2.0], [3.0, 3.1], "lower")
+    assert result.ratio == pytest.approx(math.sqrt(3.0 * 3.1) / 2.0)
+    assert (result.low, result.high, result.verdict) == (None, None, "no interval (n = 1)")
+    assert not regressed(result, "lower", 0)
+
+
+@pytest.mark.parametrize("low, high, better, expected", [
+    (0.8, 0.9, "lower", "better"), (1.1, 1.2, "lower", "worse"), (0.9, 1.1, "lower", "no difference resolved"),
+    (1.1, 1.2, "higher", "better"), (0.8, 0.9, "higher", "worse"),
+])
+def test_the_verdict_follows_the_whole_interval_and_the_direction(low, high, better, expected):
+    assert verdict(low, high, better) == expected
+
+
+def test_a_regression_needs_the_whole_interval_beyond_the_threshold():
+    slower = compare_values([1.0, 1.01, 0.99], [1.2, 1.21, 1.19], "lower")
+    assert slower.verdict == "worse" and regressed(slower, "lower", 10) and not regressed(slower, "lower", 25)
+    lower_rate = compare_values([100.0, 101.0, 99.0], [80.0, 81.0, 79.0], "higher")
+    assert regressed(lower_rate, "higher", 10) and not regressed(lower_rate, "higher", 25)
+
+
+def test_the_match_leaves_out_where_and_how_often_a_point_ran():
+    config = {"sweep": {"name": "a", "seed": 3, "repeat": 1}, "cluster": {"kind": "slurm"},
+              "resources": {"gpus_per_node": 1}, "workload": {"name": "train", "data_root": "/scratch/x", "lr": 0.1}}
+    assert match_items(config) == {"resources.gpus_per_node": 1, "workload.lr": 0.1}
+    assert match_items(config, ignore=["workload.lr"]) == {"resources.gpus_per_node": 1}
+    assert match_items(config, by=["sweep.seed"])["sweep.seed"] == 3
+
+
+# --- the verb on real sweeps -----------------------------------------------------------------------------------
+
+SMALL = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.epochs=3", "sweep.repeat=0,1,2"]
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory) -> dict:
+    """Three real sweeps of three repeats each: the same preset twice (A, A'), and one whose model is really
+    much larger (B: ResNet-18 instead of hpml's small CNN, the same data and steps)."""
+    root = tmp_path_factory.mktemp("compare")
+    made = {}
+    for name, extra in (("a", []), ("a2", []), ("b", ["workload.model=resnet18"])):
+        done = run_hpml(["launch", "-m", *SMALL, *extra, f"sweep.name=cmp_{name}"], cwd=root, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (made[name],) = [d for d in (root / "sweeps").iterdir() if d.name.endswith(f"cmp_{name}")]
+    made["root"] = root
+    return made
+
+
+def test_the_same_preset_twice_matches_every_configuration_and_writes_every_output(sweeps, tmp_path):
+    out = tmp_path / "out"
+    done = run_hpml(["compare", str(sweeps["a"]), str(sweeps["a2"]), "--out", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("compare.md", "compare.csv", "compare.tex", "compare_forest.png"):
+        assert (out / name).is_file(), name
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    assert {row["metric"] for row in rows} == {"epoch time", "step time (median)", "throughput"}
+    assert all(row["baseline_n"] == row["candidate_n"] == "3" and row["ci_low"] for row in rows)
+    assert "Not compared" not in (out / "compare.md").read_text()
+
+
+def test_a_really_slower_candidate_is_worse_and_gates_ci(sweeps, tmp_path):
+    done = run_hpml(["compare", str(sweeps["a"]), str(sweeps["b"]), "--ignore", "workload.model",
+                     "--out", str(tmp_path / "out"), "--fail-on-regression", "20"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # worse by more than 20 % with confidence
+    rows = {row["metric"]: row for row in csv.DictReader(open(tmp_path / "out" / "compare.csv"))}
+    assert rows["epoch time"]["verdict"] == "worse" and float(rows["epoch time"]["ci_low"]) > 1.2
+    assert rows["throughput"]["verdict"] == "worse"
+    assert "headline number(s) worse by more than 20 % with 95 % confidence" in done.stderr
+    lenient = run_hpml(["compare", str(sweeps["a"]), str(sweeps["b"]), "--ignore", "workload.model",
+                        "--out", str(tmp_path / "out2")], cwd=tmp_path)
+    assert lenient.returncode == 0  # no gate asked: the verdicts never set the exit status
+
+
+def test_what_matches_nothing_is_listed_and_nothing_in_common_is_one_line(sweeps, tmp_path):
+    both = tmp_path / "both"
+    both.mkdir()
+    for name in ("a2", "b"):
+        shutil.copytree(sweeps[name], both / sweeps[name].name, symlinks=True)
+    done = run_hpml(["compare", str(sweeps["a"]), str(both), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "only in " in (tmp_path / "out" / "compare.md").read_text() and "resnet18" in done.stdout
+    apart = run_hpml(["compare", str(sweeps["a"]), str(sweeps["b"])], cwd=tmp_path)
+    lines = apart.stderr.strip().splitlines()
+    assert apart.returncode == 2 and len(lines) == 1 and "no configuration in common" in lines[0], apart.stderr
+    assert "workload.model (hpml_cnn vs resnet18)" in lines[0]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["{nowhere}", "{a}"], "no such folder"),
+    (["{empty}", "{a}"], "no result.json under it: not a sweep or a folder of sweeps"),
+    (["{a}", "{a2}", "--by", "workload.no_such_key"], "--by workload.no_such_key: no result has this key"),
+])
+def test_bad_input_is_one_line(sweeps, tmp_path, args, says):
+    (tmp_path / "empty").mkdir()
+    paths = {"a": sweeps["a"], "a2": sweeps["a2"], "nowhere": tmp_path / "nowhere", "empty": tmp_path / "empty"}
+    done = run_hpml(["compare", *[arg.format(**paths) for arg in args]], cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
+
+
+def test_each_side_is_labelled_by_what_differs_in_its_provenance(sweeps, tmp_path):
+    """Two sweeps of one machine and one checkout: nothing in the provenance differs, and the label says so."""
+    done = run_hpml(["compare", str(sweeps["a"]), str(sweeps["a2"]), "--out", str(tmp_path / "o")], cwd=tmp_path)
+    sides = next(line for line in done.stdout.splitlines() if line.startswith("Sides: "))
+    assert sides.count("no provenance differs") == 2
+    doc = json.loads(next(Path(sweeps["a"]).glob("points/0/result.json")).read_text())
+    assert doc["environment"]["hosts"]  # what the labels read is there
+
+
+def test_the_fast_welch_interval_is_scipys():
+    from scipy import stats
+
+    from hpml.analysis.compare.statistics import welch_half_width
+
+    a, b = [0.1, 0.25, 0.18, 0.3], [0.4, 0.35, 0.5]
+    interval = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
+    diff = sum(b) / len(b) - sum(a) / len(a)
+    assert welch_half_width(a, b) == pytest.approx(interval.high - diff, rel=1e-9)
+    assert welch_half_width(a, b) == pytest.approx(diff - interval.low, rel=1e-9)

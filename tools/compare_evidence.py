@@ -1,0 +1,126 @@
+"""The A/A and A/B evidence for `hpml compare` (issue 34, item 4), from real launched sweeps on this machine.
+
+    python tools/compare_evidence.py OUT_DIR [--repeats 20] [--draws 2000] [--sizes 3 5]
+
+1. A/A: the same preset launched twice (A1, A2), `--repeats` repeats each, one after the other on an idle machine.
+   The false-verdict rate is estimated by resampling the real repeats: each draw takes n repeats of A1 and n of
+   A2 at random without replacement and runs the comparison's own statistics (analysis.compare.statistics) on
+   each headline number; a verdict other than "no difference resolved" is a false one. Reported per n and metric;
+   and the same within one launch (2n of A1's repeats split in two), which separates the statistic's own
+   calibration from a launch-to-launch difference.
+2. A/B: the same preset launched a third time beside processes that keep every core busy (B). `hpml compare A1 B`
+   must say slower, and its ratio must agree with the ratio of the two sides' medians over all their repeats.
+
+Writes OUT_DIR/sweeps (the three sweeps), OUT_DIR/evidence.json and prints a Markdown summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hpml.analysis.compare.metrics import HEADLINES
+from hpml.analysis.compare.report import load_side
+from hpml.analysis.compare.statistics import compare_values
+
+PRESET = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.epochs=3"]
+
+
+def launch(root: Path, name: str, repeats: int) -> Path:
+    args = [sys.executable, "-m", "hpml.launcher.cli", "launch", "-m", *PRESET, f"sweep.name={name}",
+            f"sweep.repeat={','.join(map(str, range(repeats)))}", f"sweep.root={root}"]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"launch {name} failed: {done.stderr[-2000:]}")
+    (sweep,) = [d for d in root.iterdir() if d.name.endswith(name)]
+    return sweep
+
+
+def _busy(stop_at: float) -> None:
+    # a session of its own: with the kernel's autogroup scheduling (sched_autogroup_enabled=1 here) CPU time is
+    # shared between sessions first, and the launched point runs in a session of its own; hogs sharing one session
+    # took one group's share and did not slow it down at all (a first attempt measured 1.02x)
+    os.setsid()
+    while time.time() < stop_at:
+        pass
+
+
+def values(sweep: Path) -> dict:
+    docs = load_side(str(sweep))
+    return {m.name: [m.value(doc) for doc in docs] for m in HEADLINES["train"] if not m.time_to_accuracy
+            and all(m.value(doc) is not None for doc in docs)}
+
+
+def better_of(metric: str) -> str:
+    return next(m.better for m in HEADLINES["train"] if m.name == metric)
+
+
+def split_false_rate(a: dict, n: int, draws: int, rng: random.Random) -> dict:
+    """Within one launch: 2n of its repeats drawn at random and split in two sides of n."""
+    rates = {}
+    for metric, values in a.items():
+        wrong = 0
+        for _ in range(draws):
+            drawn = rng.sample(values, 2 * n)
+            wrong += compare_values(drawn[:n], drawn[n:], better_of(metric)).verdict in ("better", "worse")
+        rates[metric] = wrong / draws
+    return rates
+
+
+def false_rate(a: dict, b: dict, n: int, draws: int, rng: random.Random) -> dict:
+    rates = {}
+    for metric in a:
+        wrong = sum(compare_values(rng.sample(a[metric], n), rng.sample(b[metric], n), better_of(metric)).verdict
+                    in ("better", "worse") for _ in range(draws))
+        rates[metric] = wrong / draws
+    return rates
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[3, 5])
+    args = parser.parse_args()
+    root = args.out / "sweeps"
+    root.mkdir(parents=True, exist_ok=True)
+    a1 = launch(root, "aa_1", args.repeats)
+    a2 = launch(root, "aa_2", args.repeats)
+    cores = 2 * multiprocessing.cpu_count()  # hogs, each its own session: the point gets about 2/5 of the cores
+    stop_at = time.time() + 3600
+    hogs = [multiprocessing.Process(target=_busy, args=(stop_at,), daemon=True) for _ in range(cores)]
+    for hog in hogs:
+        hog.start()
+    try:
+        b = launch(root, "ab_busy", args.repeats)
+    finally:
+        for hog in hogs:
+            hog.terminate()
+    va1, va2, vb = values(a1), values(a2), values(b)
+    rng = random.Random(0)
+    evidence = {"repeats": args.repeats, "draws": args.draws, "cores_kept_busy": cores,
+                "aa_false_verdict_rate": {n: false_rate(va1, va2, n, args.draws, rng) for n in args.sizes},
+                "within_launch_false_verdict_rate": {n: split_false_rate(va1, n, args.draws, rng)
+                                                     for n in args.sizes if 2 * n <= args.repeats},
+                "aa_all_repeats": {m: compare_values(va1[m], va2[m], better_of(m)).__dict__ for m in va1},
+                "ab": {}}
+    for metric in va1:
+        result = compare_values(va1[metric], vb[metric], better_of(metric))
+        evidence["ab"][metric] = {**result.__dict__,
+                                  "median_ratio": statistics.median(vb[metric]) / statistics.median(va1[metric])}
+    (args.out / "evidence.json").write_text(json.dumps(evidence, indent=1, default=str))
+    print(json.dumps(evidence, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
