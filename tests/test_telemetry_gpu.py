@@ -142,10 +142,9 @@ def test_a_phase_ends_when_the_device_gets_there_not_when_the_host_leaves_it(tmp
 def test_cuda_ordinal_0_under_cuda_visible_devices_1_is_nvml_device_1():
     if torch.cuda.device_count() < 2:
         pytest.skip("needs 2 GPUs")
-    code = ("import json; from workloads.common.telemetry.nvml import NvmlReader; r = NvmlReader(1); "
+    code = ("import json; from hpml.workloads.common.telemetry.nvml import NvmlReader; r = NvmlReader(1); "
             "print(json.dumps(r.infos)); r.close()")
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
@@ -160,6 +159,53 @@ def test_cuda_ordinal_0_under_cuda_visible_devices_1_is_nvml_device_1():
     print(f"\nCUDA_VISIBLE_DEVICES=1: cuda 0 -> nvml {info['nvml_index']} {info['uuid']}")
     assert info["cuda_index"] == 0 and info["nvml_index"] == 1
     assert info["uuid"] == (expected.decode() if isinstance(expected, bytes) else expected)
+
+
+SAMPLER_ON_SECOND_GPU = """
+import json, sys, time, torch
+from pathlib import Path
+sys.path.insert(0, "tests")
+from test_telemetry_gpu import matmuls
+from hpml.workloads.common.telemetry import start_sampling
+from hpml.workloads.common.telemetry.nvml import NvmlReader
+from hpml.workloads.common.telemetry.sidecar import read_sidecar
+out = sys.argv[1]
+telemetry = start_sampling(NvmlReader(1), 100, cuda=True)
+time.sleep(0.3)
+with telemetry.phase("work", timed=True):
+    matmuls(3.0)
+torch.cuda.synchronize()
+telemetry.finish(Path(out))
+doc = read_sidecar(out + "/telemetry.node0.json.gz")
+phase = doc["phases"][0]
+uuid = doc["gpus"][0]["uuid"]
+columns = doc["samples"][uuid]
+busy = [u for t, u in zip(columns["t_s"], columns["util_gpu"]) if phase["start_s"] + 1 <= t <= phase["end_s"]]
+print(json.dumps({"uuids": [g["uuid"] for g in doc["gpus"]], "busy_median": sorted(busy)[len(busy) // 2]}))
+"""
+
+
+def test_the_sampler_under_cuda_visible_devices_1_reads_the_second_gpu_never_the_first(tmp_path):
+    """Issue 36: the process sees one GPU, physical GPU 1; the sampler's only series is GPU 1's (by UUID), and it
+    is the busy one, while NVML's device 0, which the process cannot see, is never sampled."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        uuids = [pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(2)]
+    finally:
+        pynvml.nvmlShutdown()
+    uuids = [u.decode() if isinstance(u, bytes) else u for u in uuids]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    done = subprocess.run([sys.executable, "-c", SAMPLER_ON_SECOND_GPU, str(tmp_path)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"\nCUDA_VISIBLE_DEVICES=1: sampled {seen['uuids']}, busy median {seen['busy_median']} %")
+    assert seen["uuids"] == [uuids[1]] and uuids[0] not in seen["uuids"]
+    assert seen["busy_median"] >= 90  # the matrix products ran on the GPU the series is of
 
 
 def test_a_real_one_gpu_train_point_writes_a_sidecar_with_samples_and_phases_with_energy(tmp_path, hpml_in):

@@ -152,3 +152,13 @@ def test_a_built_wheel_holds_hpml_alone_with_its_configs_and_kernel_sources(tmp_
         assert needed in names, needed
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert "hpml = hpml.launcher.cli:entry" in zipfile.ZipFile(wheel).read(entry[0]).decode()
+
+
+def test_a_checkout_that_is_not_installed_imports_under_hpml_too(tmp_path):
+    """The GPU machines run the checkout with PYTHONPATH=<checkout> and no install (docs/results/*/run_*.sh): hpml's
+    folders are then found under hpml as the installer maps them (python -S: no site-packages, no editable finder)."""
+    done = subprocess.run([sys.executable, "-S", "-c", "import hpml.launcher.cli as c, hpml.contract.units as u; "
+                           "print(c.__file__, u.GB)"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(REPO / "launcher" / "cli.py"), "1000000000.0"]
