@@ -154,3 +154,20 @@ def test_the_fast_welch_interval_is_scipys():
     diff = sum(b) / len(b) - sum(a) / len(a)
     assert welch_half_width(a, b) == pytest.approx(interval.high - diff, rel=1e-9)
     assert welch_half_width(a, b) == pytest.approx(diff - interval.low, rel=1e-9)
+
+
+def test_energy_is_a_headline_number_and_agrees_with_the_studys_own_table(committed_sweeps, tmp_path):
+    """On the committed H100 and H200 time-to-accuracy sweeps (NVML sidecars packed with them): energy per epoch is
+    compared, with the study report's own numbers (docs/results/tta_digits/report/telemetry_energy.csv: 50.47 +-
+    5.039 J on the H100, 29.75 +- 3.988 J on the H200), and the H200 is faster to the target, as its table says."""
+    h100 = committed_sweeps("tta_digits/h100") / "2026-11-23_16-31-43_tta_digits_h100"
+    h200 = committed_sweeps("tta_digits/h200") / "2026-11-23_16-29-27_tta_digits_h200"
+    done = run_hpml(["compare", str(h100), str(h200), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {row["metric"]: row for row in csv.DictReader(open(tmp_path / "out" / "compare.csv"))}
+    energy = rows["energy per timed phase (epoch)"]
+    assert float(energy["baseline_mean"]) == pytest.approx(50.47, abs=0.005)
+    assert float(energy["candidate_mean"]) == pytest.approx(29.75, abs=0.005)
+    assert energy["verdict"] == "better" and rows["time to accuracy"]["verdict"] == "better"
+    assert "olympic means 7.725 s vs 3.502 s" in rows["time to accuracy"]["note"]
+    assert "GPU NVIDIA H100 80GB HBM3" in done.stdout and "GPU NVIDIA H200" in done.stdout

@@ -66,6 +66,37 @@ def _has_target(doc: Mapping[str, Any]) -> bool:
     return _evaluation(doc) is not None and (doc.get("derived") or {}).get("tta", {}).get("target") is not None
 
 
+_ENERGY: Dict[str, Any] = {}  # result path -> its PointEnergy (or None): two metrics read one sidecar once
+
+
+def _point_energy(doc: Mapping[str, Any]):
+    """The point's energy over its timed phases, all GPUs of all nodes, from its NVML sidecars
+    (analysis.telemetry, as the report's energy table); None without telemetry."""
+    if (doc.get("telemetry") or {}).get("status") != "ok" or not doc.get("path"):
+        return None
+    path = str(doc["path"])
+    if path not in _ENERGY:
+        from hpml.analysis.telemetry.points import gather
+
+        points = gather([doc]).points
+        _ENERGY[path] = points[0].energy if points else None
+    return _ENERGY[path]
+
+
+def _energy_per_phase(doc: Mapping[str, Any]) -> Optional[float]:
+    energy = _point_energy(doc)
+    return energy.per_phase_j if energy else None
+
+
+def _energy_per_sample(doc: Mapping[str, Any]) -> Optional[float]:
+    energy = _point_energy(doc)
+    return energy.per_sample_j if energy else None
+
+
+ENERGY = [Metric("energy per timed phase (epoch)", "J", "lower", _energy_per_phase),
+          Metric("energy per sample", "J", "lower", _energy_per_sample)]
+
+
 def _synthetic_images_per_s(doc: Mapping[str, Any]) -> Optional[float]:
     from hpml.analysis.synthetic.runs import synthetic_run
 
@@ -87,10 +118,11 @@ TRAIN = [
     Metric("throughput", "samples/s", "higher", _throughput),
     Metric("held-out top-1 (last evaluation)", "%", "higher", _final_top1),
     Metric("time to accuracy", "s", "lower", _time_to_accuracy, time_to_accuracy=True),
+    *ENERGY,
 ]
 HEADLINES: Dict[str, List[Metric]] = {
     "train": TRAIN,
-    "synthetic": [Metric("images/s (all ranks)", "images/s", "higher", _synthetic_images_per_s)],
+    "synthetic": [Metric("images/s (all ranks)", "images/s", "higher", _synthetic_images_per_s), *ENERGY],
     "allreduce": [Metric("busbw at the largest size", "GB/s", "higher", _allreduce_busbw)],
 }
 
