@@ -174,7 +174,7 @@ def samples_text(cfg: Any, per_worker: int) -> str:
     for the 64 x 1024 images of batch_augmentation=1024)."""
     per_device = per_worker // cfg.devices_per_worker * cfg.batch_augmentation
     made = [f"workload.batch_size={cfg.batch_size}"]
-    if cfg.scaling.value == "strong" and per_worker * cfg.placement.resources.world_size == cfg.batch_size:
+    if cfg.scaling.value == "strong":
         made[0] += f" (global, over {cfg.placement.resources.world_size} workers: workload.scaling=strong)"
     if cfg.batch_augmentation > 1:
         made.append(f"workload.batch_augmentation={cfg.batch_augmentation} copies of each")

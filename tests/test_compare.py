@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hpml.analysis.compare.match import match_items
-from hpml.analysis.compare.statistics import compare_values, regressed, repeats_needed, verdict
+from hpml.analysis.stats import compare_values, regressed, repeats_needed, verdict
 from tests.conftest import run_hpml
 
 # --- statistics ------------------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_each_side_is_labelled_by_what_differs_in_its_provenance(sweeps, tmp_pat
 def test_the_fast_welch_interval_is_scipys():
     from scipy import stats
 
-    from hpml.analysis.compare.statistics import welch_half_width
+    from hpml.analysis.stats import welch_half_width
 
     a, b = [0.1, 0.25, 0.18, 0.3], [0.4, 0.35, 0.5]
     interval = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)

@@ -4,7 +4,7 @@
 
 1. A/A: the same preset launched twice (A1, A2), `--repeats` repeats each, one after the other on an idle machine.
    The false-verdict rate is estimated by resampling the real repeats: each draw takes n repeats of A1 and n of
-   A2 at random without replacement and runs the comparison's own statistics (analysis.compare.statistics) on
+   A2 at random without replacement and runs the comparison's own statistics (analysis.stats) on
    each headline number; a verdict other than "no difference resolved" is a false one. Reported per n and metric;
    and the same within one launch (2n of A1's repeats split in two), which separates the statistic's own
    calibration from a launch-to-launch difference.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from hpml.analysis.compare.metrics import HEADLINES
 from hpml.analysis.compare.report import load_side
-from hpml.analysis.compare.statistics import compare_values
+from hpml.analysis.stats import compare_values
 
 PRESET = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.epochs=3"]
 

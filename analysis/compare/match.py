@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from hpml.analysis.configuration import flatten
+from hpml.analysis.configuration import NOT_CONFIGURATION_KEYS, flatten
 
 DROPPED_PREFIXES = ("sweep.", "cluster.")
-DROPPED_KEYS = ("workload.data_root", "workload.model_path", "workload.name")
+DROPPED_KEYS = (*NOT_CONFIGURATION_KEYS, "workload.model_path", "workload.name")
 
 
 _KEPT: Dict[Tuple[str, Tuple[str, ...], Tuple[str, ...]], bool] = {}  # (key, ignore, by) -> kept: keys repeat

@@ -58,7 +58,9 @@ def _time_to_accuracy(doc: Mapping[str, Any]) -> Optional[float]:
     evaluation, target = _evaluation(doc), (doc.get("derived") or {}).get("tta", {}).get("target")
     if not evaluation or target is None:
         return None
-    hit = next((i for i, top1 in enumerate(evaluation["top1"]) if top1 >= target), None)
+    from hpml.analysis.tta.runs import first_at_target
+
+    hit = first_at_target(evaluation["top1"], target)
     return evaluation["elapsed_s"][hit] if hit is not None else None
 
 

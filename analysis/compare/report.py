@@ -2,7 +2,7 @@
 
 Each side is a sweep or a folder of sweeps. Results are matched by the work they measured (analysis.compare.match),
 each study's headline numbers (analysis.compare.metrics) are compared configuration by configuration with a 95 %
-interval (analysis.compare.statistics), and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
+interval (analysis.stats), and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
 interval per configuration and metric) are written to --out (default: <candidate>_vs_<baseline>/ beside the
 candidate). Results that match nothing on the other side are listed, not dropped. --fail-on-regression PCT exits 1
 when any headline number is worse by more than PCT % with confidence; the exit status is 0 otherwise, whatever the
@@ -22,12 +22,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hpml.analysis.compare.match import known_keys, match_items, match_key, side_labels
 from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
-from hpml.analysis.compare.statistics import Ratio, compare_values, regressed
 from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
 from hpml.analysis.results import load_results
 from hpml.analysis.sections import markdown_table
-from hpml.analysis.stats import differing_labels, olympic_mean
+from hpml.analysis.stats import Ratio, compare_values, differing_labels, olympic_mean, regressed
 
 HEADERS = ["configuration", "metric", "baseline (mean ± sd, n)", "candidate (mean ± sd, n)",
            "ratio cand/base [95 % CI]", "verdict", "repeats a side for ±{d:g} %"]

@@ -35,7 +35,8 @@ def quantize_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "model": m["model"]["name"], "model_source": m["model"]["source"], "parameters": m["model"]["parameters"],
         "test_samples": len(labels), "calibration_samples": m["data"]["calibration_samples"],
         "threads": m["threads"], "layers": m["layers"], "input": m["input"], "checks": m["checks"],
-        "torch_ao": m["torch_ao"], "cpu": doc["environment"].get("cpu"), "stages": [stage for stage in STAGES + TORCH_AO_STAGES if stage in stages],
+        "torch_ao": m["torch_ao"], "cpu": doc["environment"].get("cpu"),
+        "stages": [stage for stage in STAGES + TORCH_AO_STAGES if stage in stages],
     }
     for stage in run["stages"]:
         record = stages[stage]

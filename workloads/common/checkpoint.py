@@ -24,7 +24,7 @@ from typing import Dict, Optional
 
 import torch
 
-from hpml.contract.files import regular_file_problem
+from hpml.contract.files import one_line, regular_file_problem
 from hpml.contract.sweep_layout import ATTEMPTS_DIR
 
 
@@ -77,7 +77,7 @@ class EpochCheckpoint:
         try:
             state = torch.load(self.path, map_location=device, weights_only=False)
         except Exception as error:  # noqa: BLE001 - a damaged file raises any of pickle's and zipfile's errors
-            raise UnreadableCheckpoint(f"not a checkpoint torch can load ({_first_line(error)})") from None
+            raise UnreadableCheckpoint(f"not a checkpoint torch can load ({one_line(error)})") from None
         if not isinstance(state, dict) or not {"epochs_done", "model", "optimizer", "log", "cpu_rng"} <= set(state):
             raise UnreadableCheckpoint("not an epoch checkpoint (epochs_done, model, optimizer, log, cpu_rng)")
         if type(state["epochs_done"]) is not int or state["epochs_done"] < 0:
@@ -101,7 +101,7 @@ class EpochCheckpoint:
             attempts.mkdir(exist_ok=True)
             k = 1 + sum(1 for p in attempts.iterdir() if p.name.startswith("unreadable_checkpoint."))
             target = attempts / f"unreadable_checkpoint.{k}"
-            os.replace(self.path, target) if not self.path.is_dir() else self.path.rename(target)
+            os.replace(self.path, target)
             return str(target.relative_to(self.path.parent))
         except OSError:
             self.remove()
@@ -111,8 +111,3 @@ class EpochCheckpoint:
         """Deletes the checkpoint (and a half-written one): for a point whose result is complete."""
         for path in (self.path, self.partial_path):
             path.unlink(missing_ok=True)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return type(error).__name__ + (f": {text.splitlines()[0][:200]}" if text else "")

@@ -10,6 +10,7 @@ from pathlib import Path
 from torch.utils.data import Dataset
 
 from hpml.conf.data_on_disk import cifar10_on_disk, cifar10_problem, irregular_cifar10_file, missing_cifar10_files
+from hpml.contract.files import one_line
 
 # The per-channel mean and std of CIFAR-10's training images (the values torchvision's examples use)
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -42,17 +43,12 @@ def local_cifar10(root: str, transform, train: bool = True) -> Dataset:
         data = LocalCIFAR10(root, train=train, download=False, transform=transform)
     except (pickle.UnpicklingError, EOFError, KeyError, ValueError, TypeError, AttributeError, IndexError,
             OSError) as error:  # the files changed since the preflight read them: say which one, not only how
-        raise DataFileError(f"workload.data_root={root}: {cifar10_problem(root) or _first_line(error)}") from None
+        raise DataFileError(f"workload.data_root={root}: {cifar10_problem(root) or one_line(error)}") from None
     classes = len(data.classes)
     # torchvision reads images and labels apart: a batch whose counts disagree fails only at a sample's index
     if len(data.data) != len(data.targets) or any(not 0 <= label < classes for label in data.targets):
         raise DataFileError(f"workload.data_root={root}: {cifar10_problem(root) or 'images and labels disagree'}")
     return data
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return type(error).__name__ + (f": {text.splitlines()[0]}" if text else "")
 
 
 class DataFileError(RuntimeError):
