@@ -20,7 +20,11 @@ A sidecar (version TELEMETRY_VERSION):
     samples            {uuid: {field: [value or null, ...]}}  one column per SAMPLE_FIELDS, equal lengths
     phases             [{"name", "index", "timed": bool, "start_s", "end_s" (null: never closed), "samples": int or null,
                          "energy_j": {uuid: joules or null}}]   the workload's marks (warm-up, epoch, eval,
-                       benchmark size); energy from the total-energy counter read at the phase's two edges
+                       benchmark size); energy from the total-energy counter at the phase's two edges: read
+                       there, or, for an edge within 0.5 s of the last read, interpolated linearly in time between
+                       the reads around it (reads cost milliseconds of the workload's time: issue 36)
+    sampler            {"kind", "gpus", "ticks", "overruns", "tick_read_s", "energy_reads": how many times the
+                        counters were read, "energy_min_gap_s", "errors"}
 
 A value NVML cannot give is null, never 0 (MIG instances report no utilization).
 """

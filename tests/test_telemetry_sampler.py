@@ -20,7 +20,7 @@ from hpml.contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_VERSION, sid
 from hpml.workloads.common.telemetry import NodeTelemetry
 from hpml.workloads.common.telemetry.buffer import SampleBuffer
 from hpml.workloads.common.telemetry.devices import NvmlDevice, match_ordinals, normalized_uuid
-from hpml.workloads.common.telemetry.phases import END, START, EdgeClock, PhaseLog, energy_j
+from hpml.workloads.common.telemetry.phases import END, START, EdgeClock, EnergyReads, PhaseLog, energy_j
 from hpml.workloads.common.telemetry.sampler import Sampler
 from hpml.workloads.common.telemetry.sidecar import read_sidecar
 
@@ -139,7 +139,7 @@ def test_ticks_read_every_gpu_and_edges_read_the_energy_counters():
 @pytest.mark.serial  # asserts the sampling grid in milliseconds: alone on the machine (tests/run.sh part 3)
 def test_the_threads_sample_on_their_period_and_stop_after_the_queued_marks(tmp_path):
     reader = ScriptedReader({0: [0.0, 2000.0], 1: [0.0, 4000.0]})
-    sampler = Sampler(reader, 10)
+    sampler = Sampler(reader, 10, energy_min_gap_s=0)  # every edge read (the gap: tests below)
     telemetry = NodeTelemetry(sampler, 10, cuda=False)
     sampler.start()
     with telemetry.phase("spin", timed=True, samples=7):
@@ -163,6 +163,61 @@ def test_the_threads_sample_on_their_period_and_stop_after_the_queued_marks(tmp_
     assert failing["end_s"] is not None and failing["energy_j"] == {"GPU-0": None, "GPU-1": None}
     assert doc["sampler"]["ticks"] == len(t) and doc["sampler"]["errors"] == {}
     assert telemetry.finish(tmp_path) is state  # once
+
+
+def test_the_counter_between_reads_is_linear_in_time_and_unknown_outside_them_or_across_a_reset():
+    reads = EnergyReads()
+    reads.add(1.0, {"GPU-0": 1_000.0, "GPU-1": 500.0})
+    reads.add(3.0, {"GPU-0": 5_000.0, "GPU-1": None})  # GPU-1 unread here: its bracket is the next read
+    reads.add(2.0, {"GPU-0": 2_000.0, "GPU-1": 100.0})  # from the other thread, out of order: sorted in
+    assert reads.last_s() == 3.0 and len(reads) == 3
+    assert reads.counter_at("GPU-0", 1.5) == 1_500.0  # halfway between 1,000 at 1 s and 2,000 at 2 s
+    assert reads.counter_at("GPU-0", 2.25) == 2_750.0  # a quarter of the way from 2,000 to 5,000
+    assert reads.counter_at("GPU-0", 3.0) == 5_000.0  # on a read: the read
+    assert reads.counter_at("GPU-0", 0.5) is None and reads.counter_at("GPU-0", 3.5) is None  # no bracket
+    assert reads.counter_at("GPU-1", 2.5) is None  # after GPU-1's last value: none
+    assert reads.counter_at("GPU-1", 1.5) is None  # 500 -> 100: the counter went back (driver reload)
+
+
+def test_an_edge_within_the_gap_is_not_read_but_placed_between_the_reads_around_it():
+    """Energy gap 0.5 s. A 0.2 s phase: its start is read (nothing read before), its end is not (0.2 s after a
+    read); the sampling loop reads once the gap has passed, and the end's counter is interpolated between."""
+    now = [0.0]
+    reader = ScriptedReader({0: [10_000.0, 16_000.0, 40_000.0], 1: [0.0, 3_000.0, 9_000.0]})
+    sampler = Sampler(reader, 100, clock=lambda: now[0], energy_min_gap_s=0.5)
+    short = sampler.phases.open("epoch", 1, True, 64)
+    now[0] = 1.0
+    sampler.mark(short, START)
+    sampler.resolve(sampler._marks.get())  # read: 10,000 and 0 mJ at 1.0 s
+    now[0] = 1.2
+    sampler.mark(short, END)
+    sampler.resolve(sampler._marks.get())  # 0.2 s after the last read: not read
+    assert len(sampler.energy_reads) == 1 and sampler._energy_pending
+    assert not sampler.energy_due()
+    now[0] = 1.6  # the gap has passed: the next tick's read brackets the end
+    assert sampler.energy_due()
+    sampler.read_energy()  # 16,000 and 3,000 mJ at 1.6 s
+    # the end at 1.2 s: a third of the way from 1.0 to 1.6 s: 10,000 + 6,000 / 3 = 12,000 mJ; 0 + 3,000 / 3 = 1,000
+    (phase,) = sampler.phases.export(sampler.energy_reads)
+    assert phase["energy_j"] == {"GPU-0": pytest.approx(2.0), "GPU-1": pytest.approx(1.0)}
+    assert sampler.stats()["energy_reads"] == 2 and sampler.stats()["energy_min_gap_s"] == 0.5
+
+
+def test_stopping_reads_the_counters_once_more_for_the_edges_still_unread(tmp_path):
+    now = [0.0]
+    reader = ScriptedReader({0: [0.0, 4_000.0], 1: [0.0, 8_000.0]})
+    sampler = Sampler(reader, 100, clock=lambda: now[0], energy_min_gap_s=0.5)
+    phase = sampler.phases.open("eval", 0, False, None)
+    sampler.mark(phase, START)
+    sampler.resolve(sampler._marks.get())  # read at 0 s
+    now[0] = 0.1
+    sampler.mark(phase, END)
+    sampler.resolve(sampler._marks.get())  # not read
+    now[0] = 0.4
+    sampler.stop()  # no thread ran: stop() makes the read after the end (4,000 and 8,000 mJ at 0.4 s)
+    assert reader.closed and len(sampler.energy_reads) == 2
+    (row,) = sampler.phases.export(sampler.energy_reads)
+    assert row["energy_j"] == {"GPU-0": pytest.approx(1.0), "GPU-1": pytest.approx(2.0)}  # a quarter of each
 
 
 def test_the_sampling_loop_keeps_its_grid_and_skips_the_ticks_a_late_one_missed():
@@ -193,7 +248,7 @@ def test_the_sampling_loop_keeps_its_grid_and_skips_the_ticks_a_late_one_missed(
 
 def test_the_sidecar_round_trip(tmp_path):
     reader = ScriptedReader({0: [1_000.0, 4_000.0], 1: [0.0, 500.0]})
-    sampler = Sampler(reader, 100)
+    sampler = Sampler(reader, 100, energy_min_gap_s=0)
     telemetry = NodeTelemetry(sampler, 100, cuda=False)
     for _ in range(3):
         sampler.tick()

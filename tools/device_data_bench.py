@@ -2,6 +2,9 @@
 
     python tools/device_data_bench.py epoch --data-root DIGITS [--rounds 3] [--epochs 8] [--out epoch.json]
     python tools/device_data_bench.py throughput [--rounds 2] [--epochs 4] [--out throughput.json]
+    python tools/device_data_bench.py plain --data-root DIGITS [--seeds 5] [--epochs 8] [--out plain.json]
+    python tools/device_data_bench.py profile --data-root DIGITS [--epochs 4] [--out profile.txt]
+    python tools/device_data_bench.py launched SWEEP [SWEEP ...] [--plain plain.json ...] [--out launched.json]
 
 epoch: the tta_digits preset's warm epoch (training steps + evaluation of the held-out split), three ways, in
     rounds whose order rotates so that a drift of clocks or temperature favours none:
@@ -19,6 +22,14 @@ throughput: ResNet-18 with the CIFAR stem, batch 512, bf16 autocast, channels_la
     (random pixels written in CIFAR-10's python format here, read by the real reader) with crop + flip + Cutout
     on the device path, against dataset=synthetic_device (random batches made once on the device: no data work
     at all) with the same steps per epoch; images/s = samples per epoch / epoch time over the warm epochs.
+
+plain: only the plain loop, in a process of its own with no process group (the reference beside a launched sweep,
+    issue 36): seeds 0..N-1, warm epochs (evaluation included).
+profile: torch.profiler over hpml's train() (telemetry off) and over the plain loop, `--epochs` epochs each: the
+    operators each calls per training step and their host time, to say which per-step work hpml adds.
+launched: no GPU needed; the warm epochs of launched `experiment=tta_digits` sweeps as their results record them
+    (measurements.epoch_time_s: the steps only; loop_time_s - eval_time_s adds the epoch record and checkpoint;
+    loop_time_s adds the evaluation, as the plain epoch does), against the plain loop's from `--plain` files.
 
 Runs on one GPU (or on the CPU, slowly: the numbers then say nothing of a GPU). Needs hydra-core and omegaconf
 (to compose the presets as `hpml launch` does). Prints a table; every number goes to --out.
@@ -126,6 +137,79 @@ def plain_epochs(cfg, ctx: DistContext, seed: int, epochs: int) -> List[float]:
     return seconds[1:]
 
 
+def plain_bench(args) -> Dict:
+    """The plain loop alone in this process (no process group: nothing of hpml's runs here)."""
+    device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+    ctx = DistContext(rank=0, local_rank=0, world_size=1, device=device, backend="none")
+    cfg = workload(["experiment=tta_digits", f"workload.data_root={args.data_root}"])
+    seconds: List[float] = []
+    for seed in range(args.seeds):
+        seconds += plain_epochs(cfg, ctx, seed, args.epochs)
+        print(f"plain seed {seed}: warm epochs {['%.4f' % s for s in seconds[-args.epochs + 1:]]}", flush=True)
+    return {"plain": summary(seconds)}
+
+
+def per_step_ops(prof, steps: int, top: int = 25) -> str:
+    """The operators by host time, each with its calls per training step."""
+    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    lines = [f"{'operator':48s} {'calls/step':>10s} {'host us/step':>12s}"]
+    for event in rows[:top]:
+        lines.append(f"{event.key[:48]:48s} {event.count / steps:10.2f} {event.self_cpu_time_total / steps:12.1f}")
+    total = sum(e.self_cpu_time_total for e in rows) / steps
+    lines.append(f"{'all operators':48s} {sum(e.count for e in rows) / steps:10.2f} {total:12.1f}")
+    return "\n".join(lines)
+
+
+def profile_bench(args, ctx: DistContext) -> Dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    common = ["experiment=tta_digits", f"workload.data_root={args.data_root}", f"workload.epochs={args.epochs}",
+              "workload.target_accuracy=null", "workload.save_model=false", "telemetry.enabled=false"]
+    cfg = workload(common)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ctx.device.type == "cuda" else [])
+    texts = {}
+    for name, run in (("hpml", lambda: hpml_run(cfg, ctx, 0)), ("plain", lambda: plain_epochs(cfg, ctx, 0,
+                                                                                              args.epochs))):
+        run()  # warm: cuDNN's choices and the allocator's pool, as the warm epochs of a run
+        with profile(activities=activities) as prof:
+            run()
+        steps = args.epochs * (len(decode_split(cfg, resolve_dataset(cfg)[0], train=True).labels) // cfg.batch_size)
+        texts[name] = per_step_ops(prof, steps)
+        print(f"--- {name}: per training step (evaluation and set-up spread over the steps) ---\n{texts[name]}",
+              flush=True)
+    return {"profile": texts}
+
+
+def warm(values: List[float], cold: List[int]) -> List[float]:
+    return [v for i, v in enumerate(values) if i not in cold]
+
+
+def launched_bench(args) -> Dict:
+    """Warm epochs of launched sweeps, read from their results."""
+    out: Dict = {}
+    plain: List[float] = []
+    for path in args.plain or []:
+        plain += json.loads(Path(path).read_text())["plain"]["values"]
+    if plain:
+        out["plain (steps + evaluation)"] = summary(plain)
+    for sweep in args.sweeps:
+        steps, steps_record, loops = [], [], []
+        for result in sorted(Path(sweep).glob("points/*/result.json")):
+            m = json.loads(result.read_text())["measurements"]
+            cold = m.get("cold_epochs") or [0]
+            steps += warm(m["epoch_time_s"], cold)
+            loops += warm(m["loop_time_s"], cold)
+            steps_record += warm([a - b for a, b in zip(m["loop_time_s"], m["eval_time_s"])], cold)
+        name = Path(sweep).name
+        out[f"{name}: epoch_time_s (steps)"] = summary(steps)
+        out[f"{name}: loop - eval (steps + record)"] = summary(steps_record)
+        out[f"{name}: loop_time_s (+ evaluation)"] = summary(loops)
+        if plain:
+            out[f"{name}: epoch_time_s / plain"] = out[f"{name}: epoch_time_s (steps)"]["median"] / statistics.median(plain)
+            out[f"{name}: loop_time_s / plain"] = out[f"{name}: loop_time_s (+ evaluation)"]["median"] / statistics.median(plain)
+    return out
+
+
 def summary(values: List[float]) -> Dict[str, float]:
     return {"n": len(values), "median": statistics.median(values), "min": min(values), "max": max(values),
             "values": values}
@@ -193,27 +277,40 @@ def throughput_bench(args, ctx: DistContext) -> Dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=["epoch", "throughput"])
-    parser.add_argument("--data-root", help="the digits written by `hpml data digits` (epoch)")
+    parser.add_argument("part", choices=["epoch", "throughput", "plain", "profile", "launched"])
+    parser.add_argument("sweeps", nargs="*", help="launched: sweep folders of experiment=tta_digits")
+    parser.add_argument("--data-root", help="the digits written by `hpml data digits` (epoch, plain, profile)")
+    parser.add_argument("--seeds", type=int, default=5, help="plain: seeds 0..N-1")
+    parser.add_argument("--plain", nargs="*", type=Path, help="launched: the plain part's --out files")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    if args.part == "epoch" and not args.data_root:
-        parser.error("epoch needs --data-root")
+    if args.part in ("epoch", "plain", "profile") and not args.data_root:
+        parser.error(f"{args.part} needs --data-root")
     register_schemas()
-    ctx = process_group()
-    result = epoch_bench(args, ctx) if args.part == "epoch" else throughput_bench(args, ctx)
-    result["device"] = torch.cuda.get_device_name(0) if ctx.device.type == "cuda" else "cpu"
-    result["torch"] = torch.__version__
+    ctx = None
+    if args.part == "launched":
+        result = launched_bench(args)
+    elif args.part == "plain":
+        result = plain_bench(args)
+    else:
+        ctx = process_group()
+        result = {"epoch": epoch_bench, "throughput": throughput_bench, "profile": profile_bench}[args.part](args, ctx)
+    if args.part != "launched":
+        result["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+        result["torch"] = torch.__version__
     for name, value in result.items():
+        if name == "profile":
+            continue
         if isinstance(value, dict):
             print(f"{name:38s} median {value['median']:.4g} [{value['min']:.4g}, {value['max']:.4g}] n={value['n']}")
         else:
             print(f"{name:38s} {value if isinstance(value, str) else f'{value:.3f}'}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
-    dist.destroy_process_group()
+    if ctx is not None:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

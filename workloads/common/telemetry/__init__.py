@@ -103,7 +103,7 @@ class NodeTelemetry:
                     host=socket.gethostname(), node_rank=self.node, interval_ms=self.interval_ms,
                     t0_unix=self.sampler.t0_unix, decimation=self.sampler.buffer.decimation,
                     gpus=self.sampler.reader.infos, samples=self.sampler.buffer.export(),
-                    phases=self.sampler.phases.export(), sampler=self.sampler.stats()))
+                    phases=self.sampler.phases.export(self.sampler.energy_reads), sampler=self.sampler.stats()))
                 self._finished = self.state()
             except Exception as error:  # noqa: BLE001 - telemetry never fails a point
                 self._finished = {"node": self.node, "status": "unavailable",

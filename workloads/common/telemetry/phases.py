@@ -7,7 +7,10 @@ runs ahead of the device by up to the launch queue's depth (a step or two of a t
 own clock at the mark would misplace the edge by that much; where the workload synchronized before the mark
 (every epoch end of train, every all-reduce size) the two agree.
 
-A phase's energy is the difference of each GPU's total-energy counter read at its two edges (mJ -> J).
+A phase's energy is the difference of each GPU's total-energy counter at its two edges (mJ -> J). An edge that
+came within the sampler's ENERGY_MIN_GAP_S of the last counter read is not read itself (a read costs milliseconds
+that the workload's kernel launches pay: issue 36): its counter value is interpolated linearly in time between
+the reads around it (`counter_at`), which the sampler keeps (`EnergyReads`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,40 @@ def energy_j(start_mj: Optional[float], end_mj: Optional[float]) -> Optional[flo
     return (end_mj - start_mj) / 1000.0
 
 
+class EnergyReads:
+    """Every read of the total-energy counters: (t_s, {uuid: mJ or None}), in time order, from two threads."""
+
+    def __init__(self) -> None:
+        self._reads: List[Tuple[float, Dict[str, Optional[float]]]] = []
+        self._lock = threading.Lock()
+
+    def add(self, t_s: float, energy_mj: Mapping[str, Optional[float]]) -> None:
+        with self._lock:
+            self._reads.append((t_s, dict(energy_mj)))
+            self._reads.sort(key=lambda read: read[0])  # two threads: a read may land after a later one
+
+    def last_s(self) -> Optional[float]:
+        with self._lock:
+            return self._reads[-1][0] if self._reads else None
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+    def counter_at(self, uuid: str, t_s: float) -> Optional[float]:
+        """The counter at t_s, linear between the nearest reads before and after it that have a value; None
+        outside them, or where the counter went back between them (a driver reload resets it)."""
+        with self._lock:
+            points = [(t, e[uuid]) for t, e in self._reads if e.get(uuid) is not None]
+        before = [p for p in points if p[0] <= t_s]
+        after = [p for p in points if p[0] >= t_s]
+        if not before or not after:
+            return None
+        (t0, e0), (t1, e1) = before[-1], after[0]
+        if e1 < e0:
+            return None
+        return e0 if t1 == t0 else e0 + (e1 - e0) * (t_s - t0) / (t1 - t0)
+
+
 class PhaseLog:
     """Phases as the workload opened them, their edges as the edge thread resolved them."""
 
@@ -51,19 +88,27 @@ class PhaseLog:
             self._phases.append(_Phase(name, index, timed, samples))
             return len(self._phases) - 1
 
-    def edge(self, phase_id: int, which: str, t_s: float, energy_mj: Mapping[str, Optional[float]]) -> None:
+    def edge(self, phase_id: int, which: str, t_s: float, energy_mj: Optional[Mapping[str, Optional[float]]]) -> None:
+        """energy_mj: the counters read at this edge; None: not read here (interpolated from `reads` on export)."""
         with self._lock:
             phase = self._phases[phase_id]
             setattr(phase, f"{which}_s", t_s)
-            phase.energy_mj[which] = dict(energy_mj)
+            phase.energy_mj[which] = None if energy_mj is None else dict(energy_mj)
 
-    def export(self) -> List[Dict[str, Any]]:
+    def _at_edge(self, phase: _Phase, which: str, reads: Optional[EnergyReads]) -> Dict[str, Optional[float]]:
+        read = phase.energy_mj.get(which, {})
+        if read is not None:
+            return read
+        t_s = getattr(phase, f"{which}_s")
+        return {u: reads.counter_at(u, t_s) for u in self.uuids} if reads is not None else {}
+
+    def export(self, reads: Optional[EnergyReads] = None) -> List[Dict[str, Any]]:
         """The sidecar's "phases" (contract/telemetry_format.py), in the order they were opened."""
         with self._lock:
             phases = list(self._phases)
         rows = []
         for phase in phases:
-            start, end = phase.energy_mj.get(START, {}), phase.energy_mj.get(END, {})
+            start, end = self._at_edge(phase, START, reads), self._at_edge(phase, END, reads)
             rows.append({"name": phase.name, "index": phase.index, "timed": phase.timed,
                          "start_s": phase.start_s, "end_s": phase.end_s, "samples": phase.samples,
                          "energy_j": {u: energy_j(start.get(u), end.get(u)) for u in self.uuids}})

@@ -6,6 +6,11 @@ one H200 trained at the same rate with it on and off (-0.001 %; docs/studies/gpu
 would need its own NVML set-up and a channel for the marks, for nothing measurable.
 The edge thread is apart from the sampling thread because its work blocks: it waits until the device reaches
 a mark, then reads the total-energy counter (milliseconds per GPU); the samples keep their period meanwhile.
+That read stalls the workload's own CUDA calls for about as long (the launched tta_digits worker's 70 ms epochs
+lost 11 ms to the reads at their edges on an H100: docs/results/tta_digits_device/launched/), and the counter
+refreshes only about every 0.1 s, so the counters are read at most once per ENERGY_MIN_GAP_S: an edge closer than
+that to the last read is placed between reads (phases.EnergyReads), and the sampling thread makes the read after
+it once the gap has passed.
 
 Everything NVML-specific is behind `Reader` (nvml.py's NvmlReader), so the buffer, the schedule and the
 phase bookkeeping here run the same with any reader.
@@ -23,9 +28,13 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from hpml.contract.telemetry_format import MAX_SAMPLES_PER_GPU, SAMPLE_FIELDS
 from hpml.workloads.common.telemetry.buffer import SampleBuffer
-from hpml.workloads.common.telemetry.phases import EdgeClock, PhaseLog
+from hpml.workloads.common.telemetry.phases import EdgeClock, EnergyReads, PhaseLog
 
 TICK_STATS_LIMIT = 1 << 16  # ticks whose read time is kept for the sidecar's "sampler" statistics
+# Phases shorter than this get their energy from reads around them, not at their edges: 20 times the counter's
+# refresh period (about 0.1 s), so the interpolated share of a phase's energy is small, and at most 2 reads a
+# second (about 6 ms of stalls a second at 3 ms a read) however short the phases are.
+ENERGY_MIN_GAP_S = 0.5
 JOIN_TIMEOUT_S = 30.0  # stop() waits this long for each thread (an edge waits for the device to reach it)
 _STOP = None
 
@@ -42,12 +51,15 @@ class Reader(Protocol):
 
 class Sampler:
     def __init__(self, reader: Reader, interval_ms: int, *, limit: int = MAX_SAMPLES_PER_GPU,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, energy_min_gap_s: float = ENERGY_MIN_GAP_S):
         self.reader = reader
         self.interval_ms = interval_ms
         self.uuids = [info["uuid"] for info in reader.infos]
         self.buffer = SampleBuffer(self.uuids, SAMPLE_FIELDS, limit)
         self.phases = PhaseLog(self.uuids)
+        self.energy_reads = EnergyReads()
+        self.energy_min_gap_s = energy_min_gap_s
+        self._energy_pending = False  # an edge went unread: the next read (once the gap has passed) brackets it
         self._clock = clock
         self.t0_unix = time.time()
         self._t0 = clock()
@@ -85,6 +97,8 @@ class Sampler:
         while not self._stop.is_set():
             try:
                 self.tick()
+                if self._energy_pending and self.energy_due():
+                    self.read_energy()
             except Exception as error:  # noqa: BLE001 - a broken tick must not end the sampling
                 self.errors.setdefault("tick", f"{type(error).__name__}: {error}")
             period = self.interval_ms / 1000.0 * self.buffer.decimation
@@ -102,11 +116,26 @@ class Sampler:
         """From the workload's thread: costs a queue put; the edge thread does the rest."""
         self._marks.put((phase_id, which, self.now(), event))
 
+    def energy_due(self) -> bool:
+        last = self.energy_reads.last_s()
+        return last is None or self.now() - last >= self.energy_min_gap_s
+
+    def read_energy(self) -> Dict[str, Optional[float]]:
+        """Every GPU's total-energy counter, kept with the time the reads began."""
+        self._energy_pending = False
+        t_s = self.now()
+        energy = {uuid: self.reader.energy_mj(gpu) for gpu, uuid in enumerate(self.uuids)}
+        self.energy_reads.add(t_s, energy)
+        return energy
+
     def resolve(self, item: Tuple[int, str, float, Any]) -> None:
         phase_id, which, host_t, event = item
         t_s = self.edges.resolve(event, host_t)
-        energy = {uuid: self.reader.energy_mj(gpu) for gpu, uuid in enumerate(self.uuids)}
-        self.phases.edge(phase_id, which, t_s, energy)
+        if self.energy_due():
+            self.phases.edge(phase_id, which, t_s, self.read_energy())
+        else:
+            self._energy_pending = True
+            self.phases.edge(phase_id, which, t_s, None)
 
     def _edge_loop(self) -> None:
         while True:
@@ -146,6 +175,11 @@ class Sampler:
             if item is not _STOP:
                 self.phases.edge(item[0], item[1], item[2], {})
         if not stuck:
+            if self._energy_pending:  # the read after the last unread edges
+                try:
+                    self.read_energy()
+                except Exception as error:  # noqa: BLE001 - those edges then have no energy
+                    self.errors.setdefault("edge", f"{type(error).__name__}: {error}")
             self.reader.close()
 
     def stats(self) -> Dict[str, Any]:
@@ -157,4 +191,5 @@ class Sampler:
             spread = {"median": statistics.median(reads), "p99": reads[min(len(reads) - 1, int(0.99 * len(reads)))],
                       "max": reads[-1], "of_ticks": len(reads)}
         return {"kind": "thread", "gpus": len(self.uuids), "ticks": self.ticks, "overruns": self.overruns,
-                "tick_read_s": spread, "errors": dict(self.errors)}
+                "tick_read_s": spread, "energy_reads": len(self.energy_reads),
+                "energy_min_gap_s": self.energy_min_gap_s, "errors": dict(self.errors)}
