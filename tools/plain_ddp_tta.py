@@ -1,0 +1,174 @@
+"""A plain DDP loop to a target accuracy: the reference beside `experiment=tta_gpus` (issue 36, item 5).
+
+    torchrun --nproc_per_node N tools/plain_ddp_tta.py --data-root DIGITS50K [--repeats 5] [--out plain.json]
+
+What a user would write without hpml, with the preset's recipe: CIFAR-10's python batches read with pickle,
+normalized once into one float tensor on each rank's GPU; every epoch one permutation of the training split (the
+same on every rank), rank r taking perm[r::world] (the tail that does not divide evenly cut), batches of
+global batch / world; torchvision's ResNet-18 with the CIFAR stem (3x3 stride-1 conv, no max-pool), DDP, bf16
+autocast, channels_last, SGD (momentum 0.9, weight decay 5e-4), a rate ramped per step from 0 to lr over the
+first epoch and down to 0 at the end of epoch 4; after every epoch the held-out split evaluated (rank r takes
+samples r, r + W, ...; the correct counts all-reduced); it stops at the first evaluation at or above the target
+from epoch 2 on, as hpml's worker does.
+
+Time to target: wall clock from a barrier before epoch 1 to the evaluation that reached the target (evaluations
+included, as hpml's time-to-accuracy clock). Energy to target: each rank reads its own GPU's NVML total-energy
+counter (the GPU found by UUID) right before that barrier and right after the target's evaluation, outside the
+timed loop; the differences are all-reduced, so each GPU is counted once. Repeats run one after another in this
+one process (seed = repeat), each with a fresh model and optimizer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import time
+from pathlib import Path
+
+import numpy as np
+import pynvml
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+import torchvision
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)  # CIFAR-10's, as torchvision examples use
+
+
+def read_split(root: Path, names):
+    images, labels = [], []
+    for name in names:
+        with open(root / "cifar-10-batches-py" / name, "rb") as f:
+            batch = pickle.load(f, encoding="latin1")
+        images.append(np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+        labels += list(batch["labels"])
+    return np.concatenate(images), np.asarray(labels, dtype=np.int64)
+
+
+def on_device(images: np.ndarray, labels: np.ndarray, device):
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+    x = (torch.from_numpy(images).to(device).float() / 255 - mean) / std
+    return x.contiguous(memory_format=torch.channels_last), torch.from_numpy(labels).to(device)
+
+
+def resnet18_cifar() -> torch.nn.Module:
+    model = torchvision.models.resnet18(num_classes=10)
+    model.conv1 = torch.nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+    model.maxpool = torch.nn.Identity()
+    return model
+
+
+def rate(step: int, steps_per_epoch: int, lr: float, warmup_epochs: int, decay_epochs: int) -> float:
+    warmup, end = warmup_epochs * steps_per_epoch, decay_epochs * steps_per_epoch
+    if step < warmup:
+        return lr * step / warmup
+    return lr * max(0.0, 1 - (step - warmup) / (end - warmup))
+
+
+def energy_mj(handle) -> float:
+    """The GPU's counter in mJ; 0 on the CPU (the smoke test's gloo run: no energy there)."""
+    return float(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)) if handle is not None else 0.0
+
+
+def synchronize(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def one_run(args, seed: int, train, test, device, rank: int, world: int, handle) -> dict:
+    torch.manual_seed(seed)
+    model = DDP(resnet18_cifar().to(device, memory_format=torch.channels_last),
+                device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9, weight_decay=5e-4)
+    (x, y), (tx, ty) = train, test
+    per_rank = args.batch // world
+    shard_len = len(y) // world
+    steps = shard_len // per_rank
+    generator = torch.Generator(device=device)
+    mine = torch.arange(rank, len(ty), world, device=device)
+    synchronize(device)
+    dist.barrier()
+    start_mj = energy_mj(handle)
+    start = time.perf_counter()
+    step, result, epoch_s = 0, None, []
+    for epoch in range(1, args.epochs + 1):
+        epoch_start = time.perf_counter()
+        model.train()
+        generator.manual_seed(seed * 1000 + epoch)  # the same permutation on every rank
+        shard = torch.randperm(len(y), device=device, generator=generator)[rank::world][:shard_len]
+        for i in range(steps):
+            index = shard[i * per_rank:(i + 1) * per_rank]
+            for group in optimizer.param_groups:
+                group["lr"] = rate(step, steps, args.lr, args.warmup_epochs, args.decay_epochs)
+            with torch.autocast(device.type, dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x[index]), y[index])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            step += 1
+        model.eval()
+        correct = torch.zeros((), device=device)
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+            for i in range(0, len(mine), per_rank):
+                index = mine[i:i + per_rank]
+                correct += (model(tx[index]).argmax(1) == ty[index]).sum()
+        dist.all_reduce(correct)
+        top1 = correct.item() / len(ty)
+        epoch_s.append(time.perf_counter() - epoch_start)  # the steps and the evaluation, as hpml's loop_time_s
+        if top1 >= args.target and epoch >= 2:
+            result = {"epoch": epoch, "top1": top1}
+            break
+    seconds = time.perf_counter() - start
+    synchronize(device)
+    joules = torch.tensor([(energy_mj(handle) - start_mj) / 1000.0], device=device, dtype=torch.float64)
+    dist.all_reduce(joules)
+    return {"seed": seed, "converged": result is not None, "epochs": epoch, "top1": top1,
+            "seconds": seconds, "energy_j": joules.item() if handle is not None else None, "gpus": world,
+            "epoch_s": epoch_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-root", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=512, help="global batch")
+    parser.add_argument("--lr", type=float, default=0.2)
+    parser.add_argument("--warmup-epochs", type=int, default=1)
+    parser.add_argument("--decay-epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--target", type=float, default=0.98)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    local = int(os.environ["LOCAL_RANK"])
+    handle = None
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{torch.cuda.get_device_properties(device).uuid}")
+    else:  # a smoke test of the loop on a machine without a GPU
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.backends.cudnn.benchmark = True
+    train = on_device(*read_split(args.data_root, [f"data_batch_{i}" for i in range(1, 6)]), device)
+    test = on_device(*read_split(args.data_root, ["test_batch"]), device)
+    runs = []
+    for seed in range(args.repeats):
+        runs.append(one_run(args, seed, train, test, device, rank, world, handle))
+        if rank == 0:
+            print(json.dumps(runs[-1]), flush=True)
+    if rank == 0 and args.out:
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+        args.out.write_text(json.dumps({"gpu": name, "gpus": world,
+                                        "torch": torch.__version__, "runs": runs}, indent=1))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
