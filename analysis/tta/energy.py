@@ -18,10 +18,11 @@ defined only where every converged run has the number.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import pandas as pd
 
+from hpml.analysis.sections import Section, Table
 from hpml.analysis.stats import is_missing, olympic_mean_by_time
 from hpml.analysis.telemetry.to_target import POWER_RULE_MIN_HZ, POWER_RULE_MIN_SAMPLES, result_energy_to_target
 from hpml.analysis.tta.tables import COLUMNS, olympic_status, row, row_groups, spread
@@ -94,7 +95,8 @@ def energy_table(runs: Sequence[Dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=COLUMNS)
 
 
-HEADERS = ["hardware", "data path", "converged", "GPUs", "energy to target [J] olympic / mean ± sd",
+LEAD_HEADERS = ["hardware", "data path"]
+HEADERS = ["converged", "GPUs", "energy to target [J] olympic / mean ± sd",
            "per sample [mJ] olympic / mean ± sd", "GPU-hours to target olympic / mean ± sd",
            "cost to target [US$] olympic / mean ± sd",
            f"power samples in window (MLPerf: ≥ {POWER_RULE_MIN_SAMPLES} at ≥ {POWER_RULE_MIN_HZ:g} Hz)"]
@@ -123,22 +125,29 @@ def power_cell(r: Mapping[str, Any]) -> str:
     return f"ok ({r['power_checked']} runs): {fewest}"
 
 
-def table_rows(rows: Sequence[Mapping[str, Any]]) -> List[List[Any]]:
+def hardware_lead(r: Mapping[str, Any]) -> List[Any]:
+    return [r["hardware"], r["data_placement"]]
+
+
+def table_rows(rows: Sequence[Mapping[str, Any]], lead: Callable[[Mapping[str, Any]], List[Any]] = hardware_lead
+               ) -> List[List[Any]]:
+    """The cells of HEADERS after lead(row)'s (the TTA table's hardware and data path; batch augmentation's variant)."""
     body = []
     for r in rows:
         gpus = f"{r['gpus_held']} held" + (f", {r['gpus_counted']} metered" if r["gpus_counted"] else "")
         price = r["gpu_hour_usd"]
         cost = measure_cell(r, "cost_usd", ".4f") if price is not None else "— (no price: launch with pricing=<name>)"
-        body.append([r["hardware"], r["data_placement"], f"{r['converged']}/{r['runs']}", gpus,
+        body.append(lead(r) + [f"{r['converged']}/{r['runs']}", gpus,
                      measure_cell(r, "energy_j", ",.1f"), measure_cell(r, "energy_per_sample_j", ".3f", 1000),
                      measure_cell(r, "gpu_hours", ".3g"), cost, power_cell(r)])
     return body
 
 
-def missing_lines(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+def missing_lines(rows: Sequence[Mapping[str, Any]], lead: Callable[[Mapping[str, Any]], List[Any]] = hardware_lead
+                  ) -> List[str]:
     """Why a row's converged runs have no energy, one line per row that has such a reason."""
-    return [f"{r['hardware']} ({r['data_placement']}): no energy to target for {r['converged'] - r['energy_j_runs']} "
-            f"converged run(s): {r['energy_why']}" for r in rows if r["energy_why"]]
+    return [f"{', '.join(str(cell) for cell in lead(r))}: no energy to target for "
+            f"{r['converged'] - r['energy_j_runs']} converged run(s): {r['energy_why']}" for r in rows if r["energy_why"]]
 
 
 def any_energy(rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -147,7 +156,7 @@ def any_energy(rows: Sequence[Mapping[str, Any]]) -> bool:
 
 
 NOTE = (
-    "What reaching the target cost, per hardware row (the runs of the table above). Energy to target: NVML's "
+    "Energy to target (after each table of runs: what reaching the target cost). Energy to target: NVML's "
     "total-energy counter (nvmlDeviceGetTotalEnergyConsumption) differenced over every epoch and evaluation from the "
     "start of training to the end of the first evaluation at the target (the TTA clock's window; the milliseconds "
     "between phases are not metered), summed over the point's GPUs, each GPU once (by UUID, across nodes). Per sample: "
@@ -159,3 +168,17 @@ NOTE = (
     "below it is flagged BELOW with the fewest samples of any of its GPUs in the window. A short run cannot meet it "
     "(a 1.6 s run at 10 Hz has 16): train longer per process (more repeats in one process, a higher target, a larger "
     "data set) rather than sampling faster, since NVML's power reading is a 1-second average.")
+
+
+def energy_section(rows: pd.DataFrame, title: str, table: str, lead_headers: Sequence[str] = tuple(LEAD_HEADERS),
+                   lead: Callable[[Mapping[str, Any]], List[Any]] = hardware_lead, per: str = "hardware row") -> Section:
+    """A table's cost to target (one row per its rows), or one line where none of its runs has NVML energy (a CPU
+    run, telemetry off): the reason of the first run that has one."""
+    records = rows.to_dict("records")
+    heading = f"Energy to target: {title}"
+    if not any_energy(records):
+        why = next((r["energy_why"] for r in records if r["energy_why"]), "no converged run")
+        return Section(heading, level=4, markdown=f"Energy to target: none, no run here has NVML energy ({why}).")
+    return Section(heading, level=4, markdown=f"Per {per}; how each number is made: the section's introduction.",
+                   tables=[Table(table, list(lead_headers) + HEADERS, table_rows(records, lead), rows)],
+                   after="\n".join(f"- {line}" for line in missing_lines(records, lead)))

@@ -127,19 +127,6 @@ def _by_config(frame: pd.DataFrame) -> Dict[str, pd.DataFrame]:
     return {key: rows.reset_index(drop=True) for key, rows in frame.groupby("config_key", sort=False)}
 
 
-def energy_section(rows: pd.DataFrame, title: str) -> Section:
-    """The configuration's cost-to-target table, or one line where none of its runs has NVML energy (a CPU run)."""
-    records = rows.to_dict("records")
-    lines = energy.missing_lines(records)
-    if not energy.any_energy(records):
-        return Section(f"Energy to target: {title}", level=4,
-                       markdown="Energy to target: none, no run of this configuration has NVML energy "
-                                f"({records[0]['energy_why'] or 'no converged run'}).")
-    return Section(f"Energy to target: {title}", level=4, markdown=energy.NOTE,
-                   tables=[Table(ENERGY_TABLE, energy.HEADERS, energy.table_rows(records), rows)],
-                   after="\n".join(f"- {line}" for line in lines))
-
-
 def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd.DataFrame,
                  energy_rows: pd.DataFrame | None = None) -> List[Section]:
     """The heading section, then one per configuration: its table (runs with a target) and its two figures, and
@@ -148,7 +135,7 @@ def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd
     for run in runs:
         by_config.setdefault(run["config_key"], []).append(run)
     labels = differing_labels({key: members[0]["config_items"] for key, members in by_config.items()})
-    sections = [Section("Time to accuracy", markdown=INTRO)]
+    sections = [Section("Time to accuracy", markdown=INTRO + "\n\n" + energy.NOTE)]
     table_of, comparison_of = _by_config(table), _by_config(comparison)
     energy_of = _by_config(energy_rows) if energy_rows is not None else {}
     for index, key in enumerate(sorted(by_config, key=lambda k: (natural_key(labels[k]), k)), start=1):
@@ -168,7 +155,8 @@ def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd
                                 figures=[Figure(curves, lambda path, m=plotted, t=title: curves_png(m, path, t)),
                                          Figure(spread, lambda path, m=plotted, t=title: spread_png(m, path, t))]))
         if key in energy_of:
-            sections.append(energy_section(energy_of[key], title.removeprefix("Time to accuracy: ")))
+            sections.append(energy.energy_section(energy_of[key], title.removeprefix("Time to accuracy: "),
+                                                   ENERGY_TABLE))
         pairs = comparison_of.get(key)
         if pairs is not None:
             heading = f"Hardware difference vs spread: {members[0]['model']}{goal} {labels[key]}".rstrip()
