@@ -157,6 +157,17 @@ def test_per_sample_gpu_hours_and_cost_of_a_run(tmp_path):
     assert missed["energy_j"] is None and missed["gpu_hours"] is None and missed["power_samples"] == 4
 
 
+def test_the_train_workload_takes_a_price_for_its_cost_to_target(compose_values):
+    from hpml.conf.schema import config_from_dict
+    from hpml.conf.validation import ConfigValueError
+
+    values = compose_values(["experiment=tta_digits", "pricing=h100_cloud"])
+    assert (values["workload"]["price_name"], values["workload"]["gpu_hour_usd"]) == ("h100_cloud", 3.0)
+    assert compose_values(["workload=train"])["workload"]["gpu_hour_usd"] is None  # default: no price, no cost
+    with pytest.raises(ConfigValueError, match="choose a price with pricing=<name>"):
+        config_from_dict(compose_values(["workload=train", "workload.gpu_hour_usd=2.5"]))
+
+
 def _run(tta, energy, converged=True, power=(100, 10.0)):
     return {"converged": converged, "tta_s": tta if converged else None, "energy_j": energy if converged else None,
             "energy_per_sample_j": energy / 1000 if converged else None, "gpu_hours": tta / 3600 if converged else None,
