@@ -172,7 +172,8 @@ def _run(tta, energy, converged=True, power=(100, 10.0)):
     return {"converged": converged, "tta_s": tta if converged else None, "energy_j": energy if converged else None,
             "energy_per_sample_j": energy / 1000 if converged else None, "gpu_hours": tta / 3600 if converged else None,
             "cost_usd": None, "energy_why": None, "gpus_counted": 1, "gpus_held": 1, "gpu_hour_usd": None,
-            "power_samples": power[0], "power_hz": power[1], "below_power_rule": power[0] < 60}
+            "power_samples": power[0], "power_hz": power[1], "below_power_rule": power[0] < 60,
+            "nvml_run_j": energy, "slurm_asked": False, "slurm_energy_j": None, "slurm_plugin": None}
 
 
 def test_a_row_scores_energy_over_the_runs_the_time_score_keeps():
@@ -277,3 +278,73 @@ def test_committed_two_gpu_point_counts_both_gpus_once(committed_sweeps, tmp_pat
     renamed = json.loads(json.dumps(second).replace("GPU-0b2c", "GPU-ffff").replace("GPU-e6f5", "GPU-eeee"))
     write_sidecar(point, renamed, 1)
     assert tta_run({**doc, "path": str(point / "result.json")})["energy_j"] == pytest.approx(2 * both)
+
+
+# --- SLURM's own number (item 4) -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("427_1|\n427_1.batch|\n427_1.extern|\n", {"427_1": None}),  # no energy plugin: empty
+    ("428|0\n428.batch|0\n", {"428": None}),  # 0 is no reading either
+    ("429|123456\n429.batch|100000\n429.0|23000\n430_2|7.5\n", {"429": 123456.0, "430_2": 7.5}),  # the job's own line
+    ("", {}),
+])
+def test_sacct_consumed_energy_is_read_from_each_jobs_own_line(text, expected):
+    from hpml.launcher.slurm_energy import parse_consumed_energy
+
+    assert parse_consumed_energy(text) == expected
+
+
+def test_the_launcher_keeps_sacct_energy_beside_each_ended_point(tmp_path):
+    from hpml.contract.sweep_layout import SLURM_ENERGY_FILE, SLURM_ENERGY_KEYS
+    from hpml.launcher.slurm_energy import not_recorded, record
+
+    written = record(tmp_path, {0: "429", 1: "430_2", 2: "431"}, "acct_gather_energy/gpu",
+                     "429|123456\n429.batch|1\n430_2|\n")
+    assert written == [0, 1]  # 431: sacct did not list it (yet), asked again next time
+    doc = json.loads((tmp_path / "points" / "0" / SLURM_ENERGY_FILE).read_text())
+    assert tuple(doc) == SLURM_ENERGY_KEYS and doc["consumed_energy_j"] == 123456.0
+    assert doc["command"] == "sacct -nP -j 429 --format=JobID,ConsumedEnergyRaw"
+    assert json.loads((tmp_path / "points" / "1" / SLURM_ENERGY_FILE).read_text())["consumed_energy_j"] is None
+    assert not_recorded(tmp_path, {0: "429", 1: "430_2", 2: "431"}) == {2: "431"}
+    assert record(tmp_path, {2: "431"}, None, None) == []  # sacct could not be asked: nothing written
+
+
+def _slurm_file(doc, joules, plugin="acct_gather_energy/gpu"):
+    from hpml.contract.sweep_layout import SLURM_ENERGY_FILE
+
+    (Path(doc["path"]).parent / SLURM_ENERGY_FILE).write_text(json.dumps(
+        {"job_id": "1", "consumed_energy_j": joules, "acct_gather_energy_type": plugin, "command": "sacct", "queried_at": ""}))
+
+
+def test_sacct_energy_beside_nvml_with_their_ratio(tmp_path):
+    from hpml.analysis.tta.energy import energy_section, energy_table
+
+    docs = [tta_point(tmp_path / "sweeps", p, [sidecar_doc({UUID_A: power_columns(3.0)}, tta_phases(2))])
+            for p in range(3)]
+    for doc, joules in zip(docs, (264.0, 330.0, None)):  # NVML, whole run: 2 x (100 + 10) = 220 J each
+        _slurm_file(doc, joules)
+    runs = [tta_run(doc) for doc in docs]
+    assert [r["nvml_run_j"] for r in runs] == [220.0, 220.0, 220.0]
+    table = energy_table(runs)
+    (row,) = table.to_dict("records")
+    assert (row["slurm_asked"], row["slurm_recorded"], row["slurm_runs"]) == (3, 2, 2)
+    assert row["slurm_energy_j_mean"] == pytest.approx(297.0)
+    assert row["slurm_over_nvml_mean"] == pytest.approx((1.2 + 1.5) / 2)
+    section = energy_section(table, "t", "tta_energy")
+    assert section.tables[0].headers[-1] == "SLURM ConsumedEnergy [J] / NVML whole run [J] (ratio)"
+    assert section.tables[0].rows[0][-1] == "297.0 / 220.0 (1.350, n=2)"
+
+
+def test_a_cluster_without_energy_accounting_says_so_in_one_line(tmp_path):
+    from hpml.analysis.tta.energy import energy_section, energy_table
+
+    docs = [tta_point(tmp_path / "sweeps", p, [sidecar_doc({UUID_A: power_columns(3.0)}, tta_phases(2))])
+            for p in range(2)]
+    for doc in docs:
+        _slurm_file(doc, None, "acct_gather_energy/none")
+    section = energy_section(energy_table([tta_run(doc) for doc in docs]), "t", "tta_energy")
+    assert "SLURM" not in section.tables[0].headers[-1]  # no SLURM column
+    assert section.after == "- SLURM accounting records no energy on this cluster (AcctGatherEnergyType=acct_gather_energy/none)"
+    local = energy_section(energy_table([tta_run(tta_point(tmp_path / "local", 0, [
+        sidecar_doc({UUID_A: power_columns(3.0)}, tta_phases(2))]))]), "t", "tta_energy")
+    assert local.after == ""  # a local sweep: SLURM was never asked, nothing said

@@ -18,6 +18,8 @@ defined only where every converged run has the number.
 
 from __future__ import annotations
 
+import statistics
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import pandas as pd
@@ -26,6 +28,8 @@ from hpml.analysis.sections import Section, Table
 from hpml.analysis.stats import is_missing, olympic_mean_by_time
 from hpml.analysis.telemetry.to_target import POWER_RULE_MIN_HZ, POWER_RULE_MIN_SAMPLES, result_energy_to_target
 from hpml.analysis.tta.tables import COLUMNS, olympic_status, row, row_groups, spread
+from hpml.contract.jsonio import STATE_LIMIT, DamagedFile, load_json
+from hpml.contract.sweep_layout import SLURM_ENERGY_FILE
 
 NAN = float("nan")
 SECONDS_PER_HOUR = 3600.0
@@ -42,6 +46,7 @@ def run_fields(doc: Mapping[str, Any], last_epoch: Optional[int], tta_s: Optiona
     """One result's numbers to target. last_epoch: the 0-based epoch of its first evaluation at the target (None:
     not converged); tta_s and steps: that evaluation's clock and global step."""
     found = result_energy_to_target(doc, last_epoch)
+    whole = found if last_epoch is None else result_energy_to_target(doc, None)
     converged = last_epoch is not None
     energy = found.energy_j if converged else None
     samples = steps * doc["measurements"]["global_batch"] if converged and steps else None
@@ -55,7 +60,24 @@ def run_fields(doc: Mapping[str, Any], last_epoch: Optional[int], tta_s: Optiona
         "power_samples": found.power_samples, "power_hz": found.power_hz, "below_power_rule": found.below_power_rule,
         "gpu_hours": gpu_hours, "gpu_hour_usd": price,
         "cost_usd": gpu_hours * price if gpu_hours is not None and price is not None else None,
+        "nvml_run_j": whole.energy_j, **slurm_energy(doc),
     }
+
+
+def slurm_energy(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """SLURM's accounting of the point's job, as the launcher kept it beside the result (launcher/slurm_energy.py):
+    slurm_asked (the file exists: a SLURM sweep whose status was asked after the job ended), slurm_energy_j (sacct's
+    ConsumedEnergy, J; None where the cluster records none), slurm_plugin (AcctGatherEnergyType)."""
+    path = Path(str(doc.get("path") or "")).parent / SLURM_ENERGY_FILE
+    try:
+        found = load_json(path, STATE_LIMIT) if doc.get("path") else None
+    except (FileNotFoundError, DamagedFile):
+        found = None
+    if not isinstance(found, dict):
+        return {"slurm_asked": False, "slurm_energy_j": None, "slurm_plugin": None}
+    value = found.get("consumed_energy_j")
+    return {"slurm_asked": True, "slurm_plugin": found.get("acct_gather_energy_type"),
+            "slurm_energy_j": float(value) if type(value) in (int, float) and value > 0 else None}
 
 
 def _olympic(members: Sequence[Mapping[str, Any]], key: str, missed: int) -> float:
@@ -83,6 +105,7 @@ def row_fields(members: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         gpus_counted=max((r["gpus_counted"] for r in members), default=0),
         gpus_held=members[0]["gpus_held"] if members else 0,
         gpu_hour_usd=next((r["gpu_hour_usd"] for r in members if r["gpu_hour_usd"] is not None), None),
+        **slurm_row(members),
         energy_why="; ".join(sorted({r["energy_why"] for r in done if r["energy_j"] is None and r["energy_why"]})))
     return out
 
@@ -93,6 +116,19 @@ def energy_table(runs: Sequence[Dict[str, Any]]) -> pd.DataFrame:
     rows = [{key: value for key, value in row(members).items() if key in kept} | row_fields(members)
             for members in row_groups(runs)]
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=COLUMNS)
+
+
+def slurm_row(members: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """SLURM's ConsumedEnergy beside NVML's over the same runs: mean of each over the runs that have both, and the
+    mean of their per-run ratios; slurm_asked / slurm_recorded: how many runs' jobs were asked / had a number."""
+    both = [r for r in members if r["slurm_energy_j"] is not None and r["nvml_run_j"]]
+    plugins = sorted({r["slurm_plugin"] for r in members if r["slurm_asked"] and r["slurm_plugin"]})
+    return {"slurm_asked": sum(r["slurm_asked"] for r in members),
+            "slurm_recorded": sum(r["slurm_energy_j"] is not None for r in members), "slurm_runs": len(both),
+            "slurm_energy_j_mean": statistics.fmean(r["slurm_energy_j"] for r in both) if both else NAN,
+            "nvml_run_j_mean": statistics.fmean(r["nvml_run_j"] for r in both) if both else NAN,
+            "slurm_over_nvml_mean": statistics.fmean(r["slurm_energy_j"] / r["nvml_run_j"] for r in both) if both
+            else NAN, "slurm_plugin": ", ".join(plugins)}
 
 
 LEAD_HEADERS = ["hardware", "data path"]
@@ -178,7 +214,32 @@ def energy_section(rows: pd.DataFrame, title: str, table: str, lead_headers: Seq
     heading = f"Energy to target: {title}"
     if not any_energy(records):
         why = next((r["energy_why"] for r in records if r["energy_why"]), "no converged run")
-        return Section(heading, level=4, markdown=f"Energy to target: none, no run here has NVML energy ({why}).")
+        line = f"Energy to target: none, no run here has NVML energy ({why})."
+        return Section(heading, level=4, markdown="\n\n".join([line] + slurm_lines(records)))
+    headers, body = list(lead_headers) + HEADERS, table_rows(records, lead)
+    if any(r["slurm_recorded"] for r in records):
+        headers.append(SLURM_HEADER)
+        body = [cells + [slurm_cell(r)] for cells, r in zip(body, records)]
+    lines = missing_lines(records, lead) + slurm_lines(records)
     return Section(heading, level=4, markdown=f"Per {per}; how each number is made: the section's introduction.",
-                   tables=[Table(table, list(lead_headers) + HEADERS, table_rows(records, lead), rows)],
-                   after="\n".join(f"- {line}" for line in missing_lines(records, lead)))
+                   tables=[Table(table, headers, body, rows)], after="\n".join(f"- {line}" for line in lines))
+
+
+SLURM_HEADER = "SLURM ConsumedEnergy [J] / NVML whole run [J] (ratio)"
+NO_SLURM_ENERGY = "SLURM accounting records no energy on this cluster (AcctGatherEnergyType={plugin})"
+
+
+def slurm_cell(r: Mapping[str, Any]) -> str:
+    if not r["slurm_runs"]:
+        return "—"
+    return (f"{r['slurm_energy_j_mean']:,.1f} / {r['nvml_run_j_mean']:,.1f} ({r['slurm_over_nvml_mean']:.3f}, "
+            f"n={r['slurm_runs']})")
+
+
+def slurm_lines(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+    """One line where the jobs' accounting was asked and holds no energy (the test cluster: no plugin)."""
+    asked = [r for r in rows if r["slurm_asked"]]
+    if not asked or any(r["slurm_recorded"] for r in asked):
+        return []
+    plugin = ", ".join(sorted({r["slurm_plugin"] for r in asked if r["slurm_plugin"]})) or "unknown"
+    return [NO_SLURM_ENERGY.format(plugin=plugin)]
