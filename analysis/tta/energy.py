@@ -192,7 +192,7 @@ def any_energy(rows: Sequence[Mapping[str, Any]]) -> bool:
 
 
 NOTE = (
-    "Energy to target (after each table of runs: what reaching the target cost). Energy to target: NVML's "
+    "What reaching the target cost (\"Energy to target\", after each table of runs). Energy to target: NVML's "
     "total-energy counter (nvmlDeviceGetTotalEnergyConsumption) differenced over every epoch and evaluation from the "
     "start of training to the end of the first evaluation at the target (the TTA clock's window; the milliseconds "
     "between phases are not metered), summed over the point's GPUs, each GPU once (by UUID, across nodes). Per sample: "
