@@ -108,10 +108,12 @@ _TO_TARGET: Dict[str, Dict[str, Any]] = {}  # result path -> its numbers to targ
 def _to_target(doc: Mapping[str, Any]) -> Dict[str, Any]:
     """The run's energy, energy per sample, GPU-hours and cost to target (analysis.tta.energy, as the time-to-accuracy
     report computes them); None each for a run that did not converge."""
-    path = str(doc.get("path"))
-    if path not in _TO_TARGET:
-        from hpml.analysis.tta.runs import tta_run
+    from hpml.analysis.tta.runs import tta_run
 
+    if not doc.get("path"):  # not read from a file: nothing to key it by (and no sidecar to read)
+        return tta_run({**doc, "path": ""})
+    path = str(doc["path"])
+    if path not in _TO_TARGET:
         _TO_TARGET[path] = tta_run(doc)
     return _TO_TARGET[path]
 
