@@ -120,6 +120,21 @@ def test_two_ranks_on_one_gpu_count_it_once(tmp_path):
     assert energy_of(doc).energy_j == pytest.approx(220.0) and energy_of(doc).gpus == 1
 
 
+def test_the_per_epoch_energy_table_counts_a_shared_gpu_once_too(tmp_path):
+    """The telemetry section's energy per timed epoch (analysis.telemetry.stats.point_energy) sums the same GPUs:
+    two node sidecars of one host with the same GPU give one GPU's timed epochs (epoch 1: 100 J, its evaluation is
+    not timed)."""
+    from hpml.analysis.telemetry.points import gather
+
+    node0 = sidecar_doc({UUID_A: power_columns(3.0)}, tta_phases(2))
+    doc = tta_point(tmp_path, 0, [node0, {**node0, "node_rank": 1}])
+    (point,) = gather([doc]).points
+    assert point.energy.energy_j == pytest.approx(EPOCH_J) and point.energy.per_phase_j == pytest.approx(EPOCH_J)
+    from hpml.analysis.telemetry.sections import energy_table
+
+    assert energy_table([point], False).frame["gpus"].tolist() == [1]
+
+
 def test_missing_parts_give_no_energy_and_say_why(tmp_path):
     resumed = tta_point(tmp_path, 0, [sidecar_doc({UUID_A: power_columns(6.0)}, tta_phases(4, first=1))])
     assert energy_of(resumed).energy_j is None and "earlier epochs are in another attempt" in energy_of(resumed).why
