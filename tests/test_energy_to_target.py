@@ -181,6 +181,9 @@ def test_the_train_workload_takes_a_price_for_its_cost_to_target(compose_values)
     assert compose_values(["workload=train"])["workload"]["gpu_hour_usd"] is None  # default: no price, no cost
     with pytest.raises(ConfigValueError, match="choose a price with pricing=<name>"):
         config_from_dict(compose_values(["workload=train", "workload.gpu_hour_usd=2.5"]))
+    older = compose_values(["workload=train"])  # a point's config.yaml written before the price existed
+    del older["workload"]["price_name"], older["workload"]["gpu_hour_usd"]
+    assert config_from_dict(older).workload.gpu_hour_usd is None  # resumes as pricing=none
 
 
 def _run(tta, energy, converged=True, power=(100, 10.0)):

@@ -156,9 +156,11 @@ class TrainConfig(WorkloadConfig):
     link: str = MISSING  # the hardware table's entry; "none" when no peak is known
     link_peak_GBps: Optional[float] = MISSING  # the link's peak per direction, GB/s; null: unknown
     # Set together by the `pricing` config group (conf/pricing/<name>.yaml), never by hand; the time-to-accuracy
-    # report's cost to target (analysis/tta/energy.py) is GPU-hours x this price:
-    price_name: str = MISSING  # the price table's entry; "none" when no price is known
-    gpu_hour_usd: Optional[float] = MISSING  # price of one GPU for one hour, US$; null: unknown
+    # report's cost to target (analysis/tta/energy.py) is GPU-hours x this price. Not MISSING, unlike the other
+    # fields: a point's config.yaml written before the train workload had a price (`hpml resume` of an older sweep)
+    # lacks both keys, and means pricing=none.
+    price_name: str = "none"  # the price table's entry; "none" when no price is known
+    gpu_hour_usd: Optional[float] = None  # price of one GPU for one hour, US$; null: unknown
 
     def __post_init__(self) -> None:
         require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
