@@ -101,12 +101,30 @@ def olympic_mean(converged: Sequence[float], not_converged: int = 0) -> Optional
     mean of the converged times without the fastest and without the slowest (the slowest being the
     non-converged run when there is one); None when it is undefined: more than one run not converged
     (invalid) or fewer than OLYMPIC_MIN_RUNS runs in all."""
+    kept = olympic_kept(converged, not_converged)
+    return None if kept is None else math.fsum(converged[i] for i in kept) / len(kept)
+
+
+def olympic_kept(times: Sequence[float], not_converged: int = 0) -> Optional[List[int]]:
+    """The indices of the converged runs the olympic mean keeps: all but the fastest and the slowest by time (the
+    slowest being the non-converged run when there is one); None where the olympic mean is undefined (see
+    olympic_mean). Ties keep the earlier run."""
     if not_converged < 0:
         raise ValueError(f"not_converged must be >= 0, got {not_converged}")
-    if not_converged > 1 or len(converged) + not_converged < OLYMPIC_MIN_RUNS:
+    if not_converged > 1 or len(times) + not_converged < OLYMPIC_MIN_RUNS:
         return None
-    kept = sorted(converged)[1:] if not_converged else sorted(converged)[1:-1]
-    return math.fsum(kept) / len(kept)
+    order = sorted(range(len(times)), key=lambda i: times[i])
+    return order[1:] if not_converged else order[1:-1]
+
+
+def olympic_mean_by_time(values: Sequence[float], times: Sequence[float], not_converged: int = 0) -> Optional[float]:
+    """MLPerf's energy score: a per-run number (energy, GPU-hours, cost) averaged over the runs the time score
+    keeps (olympic_kept of the runs' times), not over its own fastest and slowest: the energy result is "olympic
+    over the same runs as the time score". values[i] and times[i] are one converged run's; None where undefined."""
+    if len(values) != len(times):
+        raise ValueError(f"{len(values)} values for {len(times)} times")
+    kept = olympic_kept(times, not_converged)
+    return None if kept is None else math.fsum(values[i] for i in kept) / len(kept)
 
 
 def speedup(t_base: float, t_n: float) -> float:

@@ -35,3 +35,12 @@ def named(text: str) -> str:
 def require(condition: bool, key: str, allowed: str, value: Any) -> None:
     if not condition:
         raise ConfigValueError(f"{key}={shown(value)} is not allowed: {allowed}")
+
+
+def require_price(price_name: str, gpu_hour_usd: Any) -> None:
+    """The `pricing` group's pair (conf/pricing/<name>.yaml sets both): a price exactly when a name other than none."""
+    require((price_name == "none") == (gpu_hour_usd is None), "workload.gpu_hour_usd",
+            "null exactly when workload.price_name=none; choose a price with pricing=<name> "
+            "(conf/pricing/), which sets both", gpu_hour_usd)
+    require(gpu_hour_usd is None or gpu_hour_usd > 0, "workload.gpu_hour_usd",
+            "a number > 0 (US$ per GPU-hour) or null", gpu_hour_usd)

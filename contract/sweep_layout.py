@@ -4,6 +4,8 @@
     <sweep>/points/<n>/config.yaml     the point's resolved config (the workers read it)
     <sweep>/points/<n>/state.json      the job's own account: running / completed / failed + reason
     <sweep>/points/<n>/result.json     the workload's result (docs/result-schema.md)
+    <sweep>/points/<n>/slurm_energy.json  SLURM's accounting of the point's job's energy (launcher, once the job
+                                       ended; SLURM sweeps only): SLURM_ENERGY_KEYS below
     <sweep>/points/<n>/checkpoint.pt   the last epoch's checkpoint (training workloads), for requeue and resume
     <sweep>/points/<n>/logs/           torchrun's stdout and stderr, one file per node
     <sweep>/points/<n>/attempts/<k>/   an earlier attempt's result, state and logs, moved aside by `hpml resume`
@@ -24,6 +26,12 @@ CHECKPOINT_FILE = "checkpoint.pt"
 LOGS_DIR = "logs"
 ATTEMPTS_DIR = "attempts"
 JOBS_DIR = "jobs"
+SLURM_ENERGY_FILE = "slurm_energy.json"
+# Its keys: the job, sacct's ConsumedEnergyRaw of the job's own line in joules (null where sacct gave it empty or 0:
+# no energy plugin), the cluster's AcctGatherEnergyType (`scontrol show config`; null where it could not be asked),
+# the command, and when it was asked. ConsumedEnergy is the job's whole allocation on every node, from whatever the
+# plugin reads (RAPL: CPU and DRAM; IPMI: the node; gpu: the GPUs), not the timed window.
+SLURM_ENERGY_KEYS = ("job_id", "consumed_energy_j", "acct_gather_energy_type", "command", "queried_at")
 
 
 def point_dir(sweep_dir: str | Path, point: int) -> Path:

@@ -75,7 +75,8 @@ def expand_array_id(job_id: str) -> list:
     return ids
 
 
-def _run(command: list) -> Optional[str]:
+def scheduler_text(command: list) -> Optional[str]:
+    """A scheduler command's output; None where it could not run, failed or took over a minute."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -95,14 +96,14 @@ def scheduler_states(job_ids: Iterable[str], use_sacct: bool = True) -> tuple[Di
     jobs: Dict[str, Dict[str, str]] = {}
     sources = []
     if use_sacct:
-        text = _run(["sacct", "-X", "--parsable2", "--noheader", "-o", "JobID,State,NodeList,ExitCode",
+        text = scheduler_text(["sacct", "-X", "--parsable2", "--noheader", "-o", "JobID,State,NodeList,ExitCode",
                      "-j", ",".join(arrays)])
         if text is not None:
             jobs.update(parse_sacct(text))
             sources.append("sacct")
     unseen = sorted({j.split("_")[0] for j in wanted if j not in jobs})
     if unseen:
-        text = _run(["squeue", "-h", "-t", "all", "-o", "%i|%T|%N", "-j", ",".join(unseen)])
+        text = scheduler_text(["squeue", "-h", "-t", "all", "-o", "%i|%T|%N", "-j", ",".join(unseen)])
         if text is not None:
             jobs.update({k: v for k, v in parse_squeue(text).items() if k not in jobs})
             sources.append("squeue")

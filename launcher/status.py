@@ -258,10 +258,19 @@ def status_table(states: List[PointState]) -> str:
     return "\n".join(lines)
 
 
+def record_accounting(sweep_dir: Path, manifest: Dict, states: List[PointState]) -> None:
+    """The scheduler's accounting of the ended points' jobs, kept beside their results (SLURM: sacct's
+    ConsumedEnergy, launcher/slurm_energy.py); asked once per job, by launch when it waits and by status."""
+    ended = {s.point: s.job_id for s in states if s.state in FINISHED and s.job_id}
+    if ended:
+        backend_of_manifest(manifest).record_accounting(sweep_dir, manifest, ended)
+
+
 def status_command(sweep_dir: Path) -> int:
     """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed)."""
     manifest = read_manifest(sweep_dir)
     states = current_states(sweep_dir)
+    record_accounting(sweep_dir, manifest, states)
     print(progress_line(manifest.get("sweep", Path(sweep_dir).name), states))
     print(status_table(states))
     return 0

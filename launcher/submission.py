@@ -15,7 +15,7 @@ from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.local_runner import SweepInterrupted
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.progress import ProgressPrinter, wait_for_sweep
-from hpml.launcher.status import current_states, status_table
+from hpml.launcher.status import current_states, record_accounting, status_table
 
 
 def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig) -> int:
@@ -41,6 +41,7 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
                   f"rerun what did not finish with `hpml resume {sweep_dir}`", file=sys.stderr)
             return 130
     states = current_states(sweep_dir)
+    record_accounting(sweep_dir, manifest, states)
     print(status_table(states))
     print(f"hpml: report with `hpml report {sweep_dir}`")
     return 0 if all(s.state == "completed" for s in states) else 1

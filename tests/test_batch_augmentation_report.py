@@ -149,7 +149,10 @@ def test_the_section_appears_only_with_copies_or_cutout_and_the_error_curve_aver
     assert batch_aug.sections(WorkloadResults("train", plain)) == []  # a TTA sweep's report stays as it was
     sections = batch_aug.sections(WorkloadResults("train", plain + [result_doc(2, 0, [0.6, 0.95], [5.0, 2.0],
                                                                                 [[1.0], [0.03]], holes=0)]))
-    assert [s.title for s in sections][0] == "Batch augmentation" and len(sections) == 2
+    assert [s.title for s in sections][0] == "Batch augmentation" and len(sections) == 3
+    # the group's cost to target: these results carry no telemetry, so one line says so (issue 36)
+    assert sections[2].title.startswith("Energy to target: ") and not sections[2].tables
+    assert sections[2].markdown.startswith("Energy to target: none, no run here has NVML energy (no telemetry block")
     assert [row[0] for row in sections[1].tables[0].rows] == [1, 2]  # M = 1 is the group's baseline row
     curve = error_curve([{"eval_epochs": [1, 2], "top1": [0.5, 0.9]}, {"eval_epochs": [1], "top1": [0.7]}])
     assert curve["epoch"] == [1, 2] and curve["n"] == [2, 1]

@@ -13,6 +13,7 @@ target the run trained toward (a fraction, or null).
 - epoch time: the mean of the run's timed epochs (contract.result_format: all but the cold ones); step time: the
   median of their steps (rank 0, step end to step end: the data phase included, where the device path makes the
   copies); samples/s: distinct samples of an epoch / epoch time; images/s: M x that (what the model processed).
+- energy, energy per sample, GPU-hours and cost to target, and MLPerf's power-sampling check: analysis.tta.energy.
 - GPU use: the point's first GPU over its timed window (analysis.telemetry: utilization.gpu and SM activity means,
   %); None where there is no telemetry (a CPU run, telemetry off).
 """
@@ -25,7 +26,7 @@ from typing import Any, Dict, Mapping
 from hpml.analysis.configuration import items_key
 from hpml.analysis.telemetry.points import telemetry_numbers
 from hpml.analysis.train.runs import data_path_of
-from hpml.analysis.tta.runs import evaluation_arrays, first_at_target, hardware_of, tta_configuration
+from hpml.analysis.tta.runs import evaluation_arrays, first_at_target, hardware_of, to_target, tta_configuration
 from hpml.contract.result_format import timed_epoch_indices
 
 VARIANT_KEYS = ("workload.batch_augmentation", "workload.accumulation_chunks", "workload.cutout_holes",
@@ -80,4 +81,5 @@ def ba_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "samples_per_s": m["samples_per_epoch"] / epoch_s,
         "images_per_s": m["samples_per_epoch"] * copies / epoch_s,
         "util_gpu": gpu["util_gpu_mean"], "sm_activity": gpu["sm_activity_mean"],
+        **to_target(doc, arrays, hit),
     }

@@ -11,8 +11,10 @@ from hpml.analysis.batch_aug.plots import drawer
 from hpml.analysis.batch_aug.tables import variant_of
 from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing
+from hpml.analysis.tta import energy
 
 TABLE = "batch_augmentation"
+ENERGY_TABLE = "batch_augmentation_energy"
 
 INTRO = (
     "Batch augmentation (Hoffer et al. 2019): each step trains on M copies of each of its B samples, every copy its "
@@ -75,12 +77,19 @@ def variant_label(variant: tuple, chunked: bool) -> str:
     return f"M={copies}" + (f", {chunks} chunks" if chunked else "") + (f", Cutout {size}" if holes else ", no Cutout")
 
 
+VARIANT_LEAD = ["M (copies)", "chunks", "Cutout"]
+
+
+def _variant_lead(r: Dict[str, Any]) -> List[Any]:
+    return [r["copies"], r["chunks"], cutout_label(r["cutout_holes"], r["cutout_size"])]
+
+
 def batch_augmentation_sections(runs: List[Dict[str, Any]], table: pd.DataFrame) -> List[Section]:
     by_group: Dict[str, List[Dict[str, Any]]] = {}
     for run in runs:
         by_group.setdefault(run["group_key"], []).append(run)
     labels = differing_labels({key: members[0]["group_items"] for key, members in by_group.items()})
-    sections = [Section("Batch augmentation", markdown=INTRO)]
+    sections = [Section("Batch augmentation", markdown=INTRO + "\n\n" + energy.NOTE)]
     for index, key in enumerate(sorted(by_group), start=1):
         members = by_group[key]
         first = members[0]
@@ -98,4 +107,6 @@ def batch_augmentation_sections(runs: List[Dict[str, Any]], table: pd.DataFrame)
         sections.append(Section(title, level=3, tables=[Table(TABLE, HEADERS, table_rows(rows), rows)],
                                 after=f"Figure: {figure} (validation error against epoch, one line per M).",
                                 figures=[Figure(figure, drawer(lines, target, title))]))
+        sections.append(energy.energy_section(rows, title.removeprefix("Batch augmentation: "), ENERGY_TABLE,
+                                               VARIANT_LEAD, _variant_lead, "variant"))
     return sections

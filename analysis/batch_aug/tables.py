@@ -8,6 +8,8 @@ Over the runs of a row (n: its seeds):
 - epoch time, step time (each run's median), samples/s and images/s: the same statistics over the n runs;
 - GPU use (utilization.gpu, SM activity; %): the same statistics over the runs that have telemetry (their count:
   util_gpu_runs, sm_activity_runs);
+- what reaching the target cost: energy, energy per sample, GPU-hours and cost to target, the power-sampling check
+  (analysis.tta.energy.row_fields);
 - per-step cost factor = mean step time at M / (M x mean step time of the group's single-copy variant: M = 1, one
   chunk, the same Cutout). 1 means a step of M x B samples costs exactly M single-copy steps; below 1 the larger
   step uses the device better (a small step is bound by kernel launches, not by arithmetic). NaN without such a
@@ -22,6 +24,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import pandas as pd
 
 from hpml.analysis.stats import SAMPLE_DDOF
+from hpml.analysis.tta.energy import row_fields
 from hpml.analysis.tta.tables import spread
 
 NAN = float("nan")
@@ -72,6 +75,7 @@ def row(members: List[Dict[str, Any]], single_step_s: float) -> Dict[str, Any]:
     for measure in GPU_USE:
         known = [r[measure] for r in members if r.get(measure) is not None]
         out.update(spread(known, measure), **{f"{measure}_runs": len(known)})
+    out.update(row_fields(members))
     out["step_cost_factor"] = out["step_time_s_mean"] / (first["copies"] * single_step_s)
     out["seeds"] = " ".join(str(r["seed"]) for r in sorted(members, key=lambda r: r["seed"]))
     out["paths"] = " ".join(r["path"] for r in members)

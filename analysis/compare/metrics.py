@@ -23,6 +23,9 @@ class Metric:
     better: str  # "lower" | "higher"
     value: Callable[[Mapping[str, Any]], Optional[float]]
     time_to_accuracy: bool = False  # compared the MLPerf way (olympic means, converged fraction)
+    # for a time_to_accuracy metric: whether a result can have the number at all (energy needs NVML telemetry, a
+    # cost a price), so that one without it is left out rather than counted as not converged
+    measured: Optional[Callable[[Mapping[str, Any]], bool]] = None
 
 
 def _epoch_time(doc: Mapping[str, Any]) -> Optional[float]:
@@ -99,6 +102,44 @@ ENERGY = [Metric("energy per timed phase (epoch)", "J", "lower", _energy_per_pha
           Metric("energy per sample", "J", "lower", _energy_per_sample)]
 
 
+_TO_TARGET: Dict[str, Dict[str, Any]] = {}  # result path -> its numbers to target: four metrics read its sidecars once
+
+
+def _to_target(doc: Mapping[str, Any]) -> Dict[str, Any]:
+    """The run's energy, energy per sample, GPU-hours and cost to target (analysis.tta.energy, as the time-to-accuracy
+    report computes them); None each for a run that did not converge."""
+    from hpml.analysis.tta.runs import tta_run
+
+    if not doc.get("path"):  # not read from a file: nothing to key it by (and no sidecar to read)
+        return tta_run({**doc, "path": ""})
+    path = str(doc["path"])
+    if path not in _TO_TARGET:
+        _TO_TARGET[path] = tta_run(doc)
+    return _TO_TARGET[path]
+
+
+def _has_energy(doc: Mapping[str, Any]) -> bool:
+    return (doc.get("telemetry") or {}).get("status") == "ok" and bool(doc.get("path"))
+
+
+def _holds_gpus(doc: Mapping[str, Any]) -> bool:
+    return bool(doc["config"]["resources"].get("gpus_per_node"))
+
+
+def _priced(doc: Mapping[str, Any]) -> bool:
+    return _holds_gpus(doc) and doc["config"]["workload"].get("gpu_hour_usd") is not None
+
+
+def _to_target_metric(name: str, unit: str, key: str, measured: Callable[[Mapping[str, Any]], bool]) -> Metric:
+    return Metric(name, unit, "lower", lambda doc: _to_target(doc)[key], time_to_accuracy=True, measured=measured)
+
+
+TO_TARGET = [_to_target_metric("energy to target", "J", "energy_j", _has_energy),
+             _to_target_metric("energy per sample to target", "J", "energy_per_sample_j", _has_energy),
+             _to_target_metric("GPU-hours to target", "GPU-h", "gpu_hours", _holds_gpus),
+             _to_target_metric("cost to target", "US$", "cost_usd", _priced)]
+
+
 def _synthetic_images_per_s(doc: Mapping[str, Any]) -> Optional[float]:
     from hpml.analysis.synthetic.runs import synthetic_run
 
@@ -120,6 +161,7 @@ TRAIN = [
     Metric("throughput", "samples/s", "higher", _throughput),
     Metric("held-out top-1 (last evaluation)", "%", "higher", _final_top1),
     Metric("time to accuracy", "s", "lower", _time_to_accuracy, time_to_accuracy=True),
+    *TO_TARGET,
     *ENERGY,
 ]
 HEADLINES: Dict[str, List[Metric]] = {
@@ -132,5 +174,5 @@ HEADLINES: Dict[str, List[Metric]] = {
 def applies(metric: Metric, doc: Mapping[str, Any]) -> bool:
     """Whether a result measures this metric at all (a run without evaluations has no accuracy or TTA)."""
     if metric.time_to_accuracy:
-        return _has_target(doc)
+        return _has_target(doc) and (metric.measured is None or metric.measured(doc))
     return metric.value(doc) is not None

@@ -74,6 +74,8 @@ def _positive(values: Sequence[Optional[float]]) -> List[float]:
 
 
 def compare_metric(metric: Metric, base_docs, cand_docs, difference: float) -> Tuple[Ratio, list, list, str]:
+    if metric.measured is not None:  # a result that cannot have the number (no telemetry, no price) is no miss
+        base_docs, cand_docs = [d for d in base_docs if metric.measured(d)], [d for d in cand_docs if metric.measured(d)]
     base = [metric.value(doc) for doc in base_docs]
     cand = [metric.value(doc) for doc in cand_docs]
     if not metric.time_to_accuracy:
@@ -88,7 +90,7 @@ def compare_metric(metric: Metric, base_docs, cand_docs, difference: float) -> T
         result = Ratio(None, None, None, "no interval (a run did not converge)", None)
     b_ol, c_ol = olympic_mean(b_conv, missed[0]), olympic_mean(c_conv, missed[1])
     if b_ol and c_ol:  # MLPerf's score; the ratio column stays the geometric means' when it has an interval
-        note += f"; olympic means {b_ol:.4g} s vs {c_ol:.4g} s (ratio {c_ol / b_ol:.4f})"
+        note += f"; olympic means {b_ol:.4g} {metric.unit} vs {c_ol:.4g} {metric.unit} (ratio {c_ol / b_ol:.4f})"
         if result.ratio is None:
             result.ratio = c_ol / b_ol
     fraction = converged_fraction_verdict(len(b_conv), len(base), len(c_conv), len(cand))

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hpml.analysis.stats import natural_key
 from hpml.analysis.telemetry.plots import Timeline, timeline
-from hpml.analysis.telemetry.series import Gpu, Sidecar, SidecarError, load_sidecar, read_block
+from hpml.analysis.telemetry.series import Block, Gpu, Sidecar, SidecarError, load_sidecar, read_block
 from hpml.analysis.telemetry.stats import GpuStats, PointEnergy, gpu_stats, point_energy
 
 NO_BLOCK = "no telemetry block in result.json (written before hpml recorded GPU telemetry)"
@@ -86,14 +86,10 @@ def gather(rows: Sequence[Mapping[str, Any]]) -> Gathered:
         elif not doc.get("path"):
             gathered.problems.append(f"{where}: telemetry sidecars not read (the result was not read from a file)")
         else:
-            folder, sidecars = Path(doc["path"]).parent, []
-            for name in block.sidecars:
-                try:
-                    sidecars.append(load_sidecar(folder / name))
-                except SidecarError as error:
-                    gathered.problems.append(f"`{folder / name}`: {error}")
+            sidecars, problems = read_sidecars(doc, block)
+            gathered.problems.extend(problems)
             if sidecars:
-                gathered.points.append(summarized(doc, sidecars, len(block.sidecars)))
+                gathered.points.append(summarized(doc, sidecars, len(dict.fromkeys(block.sidecars))))
     order = {"unavailable": 0, "disabled": 1, "none": 2}
     gathered.without = [_without_line(status, reason, count) for (status, reason), count
                         in sorted(without.items(), key=lambda item: (order[item[0][0]], item[0][1]))]
@@ -101,6 +97,35 @@ def gather(rows: Sequence[Mapping[str, Any]]) -> Gathered:
                                         p.identity[2], str(p.doc.get("path"))))
     name_figures(gathered.points)
     return gathered
+
+
+def read_sidecars(doc: Mapping[str, Any], block: Block) -> Tuple[List[Sidecar], List[str]]:
+    """(the sidecars of an ok block that could be read, one line per one that could not)."""
+    folder, sidecars, problems = Path(doc["path"]).parent, [], []
+    for name in dict.fromkeys(block.sidecars):  # a name listed twice is one node's file: read (and counted) once
+        try:
+            sidecars.append(load_sidecar(folder / name))
+        except SidecarError as error:
+            problems.append(f"`{folder / name}`: {error}")
+    return sidecars, problems
+
+
+def point_sidecars(doc: Mapping[str, Any]) -> Tuple[List[Sidecar], int, Optional[str]]:
+    """A result's sidecars for a number computed from them: (those read, how many the block names, None), or
+    ([], 0, why there are none) in one line (telemetry unavailable or off, no block, a file not readable)."""
+    block, why = read_block(doc)
+    if why is not None:
+        return [], 0, why
+    if block is None:
+        return [], 0, NO_BLOCK
+    if block.status != "ok":
+        return [], 0, f"GPU telemetry {block.status}: {block.reason or 'no reason given'}"
+    if not block.sidecars or not doc.get("path"):
+        return [], 0, "no sidecar to read"
+    sidecars, problems = read_sidecars(doc, block)
+    if problems:
+        return [], 0, problems[0]
+    return sidecars, len(dict.fromkeys(block.sidecars)), None
 
 
 def _safe(text: str) -> str:

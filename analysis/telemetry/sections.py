@@ -18,6 +18,7 @@ from hpml.analysis.telemetry.stats import (
     LOW_SM_ACTIVITY_MAX,
     PERCENTILE_METHOD,
     Spread,
+    counted_gpus,
     phase_name,
     unavailable_reasons,
 )
@@ -111,12 +112,12 @@ def energy_table(points: Sequence[PointTelemetry], several_sweeps: bool) -> Tabl
     for point in points:
         e, figure = point.energy, point.figure if point.timeline is not None else None
         read = "" if point.complete else f" ({len(point.sidecars)} of {point.named} nodes read)"
-        gpus = f"{len(point.gpus)}{read}"
+        gpus = f"{len(counted_gpus(point.sidecars))}{read}"  # each GPU once, as the energy sums them
         rows.append(_lead(point, several_sweeps) + [
             gpus, f"{e.phase_name} × {e.phases}" if e.phases else "none", f"{e.timed_s:.1f}",
             NA if e.samples is None else e.samples, _joules(e.energy_j), _joules(e.per_phase_j),
             _joules(e.per_sample_j), figure or NA])
-        records.append({**_ident(point), "gpus": len(point.gpus), "sidecars_read": len(point.sidecars),
+        records.append({**_ident(point), "gpus": len(counted_gpus(point.sidecars)), "sidecars_read": len(point.sidecars),
                         "sidecars_named": point.named, "phase_name": e.phase_name, "timed_phases": e.phases,
                         "timed_s": e.timed_s, "samples": e.samples, "energy_j": e.energy_j,
                         "energy_per_phase_j": e.per_phase_j, "energy_per_sample_j": e.per_sample_j,

@@ -15,14 +15,14 @@ as in a run that failed during warm-up):
   counter read at its two edges); per phase: that sum / the number of timed phases. Any timed phase without
   energy for the GPU -> None (a partial sum would understate it).
 
-Per point: energy of all GPUs (every sidecar's), per timed phase, and per sample = energy / the timed
+Per point: energy of all GPUs (every sidecar's, each GPU once: counted_gpus), per timed phase, and per sample = energy / the timed
 phases' samples (the workload's marks count every rank's samples). None wherever a part is missing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -127,6 +127,24 @@ def phase_name(phases: Sequence[Phase]) -> str:
     return names.pop() if len(names) == 1 else "timed phase"
 
 
+def counted_gpus(sidecars: Sequence[Sidecar]) -> List[Tuple[Sidecar, Gpu]]:
+    """Each GPU of a point once, with the sidecar whose phases give its energy: nodes by rank (a node's sidecar
+    read twice counts once), GPUs by UUID across every node (NVML's UUID names one physical GPU or MIG instance
+    host-wide, so two ranks on one GPU, or two SLURM nodes on one host sampling the same GPUs, count it once).
+    The lowest node rank that lists a GPU keeps it."""
+    counted: List[Tuple[Sidecar, Gpu]] = []
+    nodes, uuids = set(), set()
+    for sidecar in sorted(sidecars, key=lambda sidecar: sidecar.node_rank):
+        if sidecar.node_rank in nodes:
+            continue
+        nodes.add(sidecar.node_rank)
+        for gpu in sorted(sidecar.gpus, key=lambda gpu: gpu.cuda_index):
+            if gpu.uuid.lower() not in uuids:
+                uuids.add(gpu.uuid.lower())
+                counted.append((sidecar, gpu))
+    return counted
+
+
 def point_energy(sidecars: Sequence[Sidecar], complete: bool) -> PointEnergy:
     """complete: every sidecar the result names was read (else the GPUs' sum is partial: no energy)."""
     first = min(sidecars, key=lambda sidecar: sidecar.node_rank)
@@ -134,7 +152,7 @@ def point_energy(sidecars: Sequence[Sidecar], complete: bool) -> PointEnergy:
     durations = [phase.end_s - phase.start_s for phase in timed if None not in (phase.start_s, phase.end_s)]
     counts = [phase.samples for phase in timed]
     samples = sum(counts) if counts and all(count is not None for count in counts) else None
-    energies = [timed_energy(sidecar.phases, gpu.uuid) for sidecar in sidecars for gpu in sidecar.gpus]
+    energies = [timed_energy(sidecar.phases, gpu.uuid) for sidecar, gpu in counted_gpus(sidecars)]
     energy = (float(sum(energies)) if complete and energies and all(e is not None for e in energies) else None)
     return PointEnergy(
         phase_name=phase_name(timed), phases=len(timed), timed_s=float(sum(durations)), samples=samples,

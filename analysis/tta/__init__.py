@@ -4,6 +4,7 @@ after the train sections, on the same results; it adds nothing when no result wa
 
     runs.py      one result -> one run record (TTA recomputed from the per-evaluation arrays)
     tables.py    run records -> one row per (configuration, target, data path, hardware): n, converged, TTA statistics
+    energy.py    the same rows: energy, energy per sample, GPU-hours and cost to target; the power-sampling check
     compare.py   those rows -> each pair of hardware types: difference of means against the spread
     sections.py  rows -> Sections (rounded cells), the figures per configuration
     plots.py     accuracy vs wall-clock of every run; TTA spread per hardware
@@ -16,6 +17,7 @@ from typing import List
 from hpml.analysis.results import WorkloadResults
 from hpml.analysis.sections import Section
 from hpml.analysis.tta.compare import hardware_comparison
+from hpml.analysis.tta.energy import energy_table
 from hpml.analysis.tta.runs import has_evaluation, tta_run
 from hpml.analysis.tta.sections import tta_sections
 from hpml.analysis.tta.tables import tta_table
@@ -31,4 +33,4 @@ def sections(results: WorkloadResults) -> List[Section]:
     if not runs:
         return []
     table = tta_table(runs)
-    return tta_sections(runs, table, hardware_comparison(table))
+    return tta_sections(runs, table, hardware_comparison(table), energy_table(runs))

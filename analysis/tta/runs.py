@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from hpml.analysis.configuration import configuration_items, items_key
 from hpml.analysis.train.runs import data_path_of
+from hpml.analysis.tta.energy import run_fields
 
 CPU = "cpu"
 # set by the hardware and pricing config groups: they describe the machine (the hardware axis), not the run
@@ -96,4 +97,12 @@ def tta_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "epochs_to_target": arrays["epoch"][hit] if hit is not None else None,
         "steps_to_target": arrays["step"][hit] if hit is not None else None,
         "elapsed_s": list(arrays["elapsed_s"]), "top1": list(arrays["top1"]),
+        **to_target(doc, arrays, hit),
     }
+
+
+def to_target(doc: Mapping[str, Any], arrays: Mapping[str, List[float]], hit: Optional[int]) -> Dict[str, Any]:
+    """The run's energy, GPU-hours and cost to target and its power-sampling check (analysis.tta.energy)."""
+    if hit is None:
+        return run_fields(doc, None, None, None)
+    return run_fields(doc, int(arrays["epoch"][hit]) - 1, arrays["elapsed_s"][hit], int(arrays["step"][hit]))

@@ -10,10 +10,12 @@ import pandas as pd
 
 from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, SPREAD_Z, differing_labels, is_missing, natural_key
+from hpml.analysis.tta import energy
 from hpml.analysis.tta.compare import MIN_CONVERGED
 from hpml.analysis.tta.plots import curves_png, spread_png
 
 TABLE = "tta"
+ENERGY_TABLE = "tta_energy"
 COMPARISON_TABLE = "tta_hardware"
 
 # mlcommons/training_policies, CONTRIBUTING.md, "How to choose the number of submission runs (N) needed?"
@@ -125,15 +127,17 @@ def _by_config(frame: pd.DataFrame) -> Dict[str, pd.DataFrame]:
     return {key: rows.reset_index(drop=True) for key, rows in frame.groupby("config_key", sort=False)}
 
 
-def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd.DataFrame) -> List[Section]:
+def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd.DataFrame,
+                 energy_rows: pd.DataFrame | None = None) -> List[Section]:
     """The heading section, then one per configuration: its table (runs with a target) and its two figures, and
     after it, where two hardware types can be compared, the comparison (analysis.tta.compare)."""
     by_config: Dict[str, List[Dict[str, Any]]] = {}
     for run in runs:
         by_config.setdefault(run["config_key"], []).append(run)
     labels = differing_labels({key: members[0]["config_items"] for key, members in by_config.items()})
-    sections = [Section("Time to accuracy", markdown=INTRO)]
+    sections = [Section("Time to accuracy", markdown=INTRO + "\n\n" + energy.NOTE)]
     table_of, comparison_of = _by_config(table), _by_config(comparison)
+    energy_of = _by_config(energy_rows) if energy_rows is not None else {}
     for index, key in enumerate(sorted(by_config, key=lambda k: (natural_key(labels[k]), k)), start=1):
         members = by_config[key]
         targets = sorted({run["target"] for run in members if run["target"] is not None})
@@ -150,6 +154,9 @@ def tta_sections(runs: List[Dict[str, Any]], table: pd.DataFrame, comparison: pd
         sections.append(Section(title, markdown=text, tables=tables, level=3, after=f"Figures: {', '.join(drawn)}.",
                                 figures=[Figure(curves, lambda path, m=plotted, t=title: curves_png(m, path, t)),
                                          Figure(spread, lambda path, m=plotted, t=title: spread_png(m, path, t))]))
+        if key in energy_of:
+            sections.append(energy.energy_section(energy_of[key], title.removeprefix("Time to accuracy: "),
+                                                   ENERGY_TABLE))
         pairs = comparison_of.get(key)
         if pairs is not None:
             heading = f"Hardware difference vs spread: {members[0]['model']}{goal} {labels[key]}".rstrip()

@@ -81,15 +81,20 @@ def row(members: List[Dict[str, Any]]) -> Dict[str, Any]:
     }
 
 
-def tta_table(runs: Sequence[Dict[str, Any]]) -> pd.DataFrame:
-    """One row per (configuration, target, data path, hardware) of the runs that had a target; sorted in that
-    order (hardware by natural_key)."""
+def row_groups(runs: Sequence[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
+    """The runs that had a target, one list per (configuration, target, data path, hardware), sorted in that order
+    (hardware by natural_key)."""
     groups: Dict[tuple, List[Dict[str, Any]]] = {}
     for run in runs:
         if run["target"] is not None:
             key = (run["config_key"], run["target"], run["data_placement"], run["hardware"])
             groups.setdefault(key, []).append(run)
-    keys = sorted(groups, key=lambda k: (k[0], k[1], k[2], natural_key(k[3])))
-    rows = [row(groups[key]) for key in keys]
+    return [groups[key] for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], natural_key(k[3])))]
+
+
+def tta_table(runs: Sequence[Dict[str, Any]]) -> pd.DataFrame:
+    """One row per (configuration, target, data path, hardware) of the runs that had a target."""
+    rows = [row(members) for members in row_groups(runs)]
     frame = pd.DataFrame(rows)
     return frame if rows else pd.DataFrame(columns=COLUMNS)
+

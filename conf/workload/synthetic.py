@@ -14,7 +14,7 @@ from hpml.conf.limits import require_classes, require_input_batch, require_repea
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import torchvision_models
-from hpml.conf.validation import MISSING, require, shown
+from hpml.conf.validation import MISSING, require, require_price, shown
 from hpml.conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
 from hpml.contract.train_format import per_worker_batch as worker_batch
 
@@ -82,11 +82,7 @@ class SyntheticConfig(WorkloadConfig):
         require(self.lr > 0, "workload.lr", "a number > 0", self.lr)
         require(self.fusion_threshold_mb >= 0, "workload.fusion_threshold_mb", "a number >= 0 (MiB; 0: no fusion)",
                 self.fusion_threshold_mb)
-        require((self.price_name == "none") == (self.gpu_hour_usd is None), "workload.gpu_hour_usd",
-                "null exactly when workload.price_name=none; choose a price with pricing=<name> "
-                "(conf/pricing/), which sets both", self.gpu_hour_usd)
-        require(self.gpu_hour_usd is None or self.gpu_hour_usd > 0, "workload.gpu_hour_usd",
-                "a number > 0 (US$ per GPU-hour) or null", self.gpu_hour_usd)
+        require_price(self.price_name, self.gpu_hour_usd)
 
     def check_resources(self, resources: ResourcesConfig) -> None:
         check_strong_scaling_batch(self.batch_size, self.scaling, resources.world_size)

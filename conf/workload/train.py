@@ -26,7 +26,7 @@ from hpml.conf.limits import require_buffer, require_input_batch, require_repeat
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import model_problem
-from hpml.conf.validation import MISSING, require
+from hpml.conf.validation import MISSING, require, require_price
 from hpml.conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
 from hpml.contract.train_format import per_worker_batch as worker_batch
 
@@ -155,6 +155,12 @@ class TrainConfig(WorkloadConfig):
     # Set together by the `hardware` config group (conf/hardware/<link>.yaml), never by hand:
     link: str = MISSING  # the hardware table's entry; "none" when no peak is known
     link_peak_GBps: Optional[float] = MISSING  # the link's peak per direction, GB/s; null: unknown
+    # Set together by the `pricing` config group (conf/pricing/<name>.yaml), never by hand; the time-to-accuracy
+    # report's cost to target (analysis/tta/energy.py) is GPU-hours x this price. Not MISSING, unlike the other
+    # fields: a point's config.yaml written before the train workload had a price (`hpml resume` of an older sweep)
+    # lacks both keys, and means pricing=none.
+    price_name: str = "none"  # the price table's entry; "none" when no price is known
+    gpu_hour_usd: Optional[float] = None  # price of one GPU for one hour, US$; null: unknown
 
     def __post_init__(self) -> None:
         require(self.num_classes >= 2, "workload.num_classes", "an integer >= 2", self.num_classes)
@@ -222,6 +228,7 @@ class TrainConfig(WorkloadConfig):
         require((self.link == "none") == (self.link_peak_GBps is None), "workload.link_peak_GBps",
                 "null exactly when workload.link=none; choose the link with hardware=<name> "
                 "(conf/hardware/), which sets both", self.link_peak_GBps)
+        require_price(self.price_name, self.gpu_hour_usd)
 
     @property
     def may_read_real_data(self) -> bool:

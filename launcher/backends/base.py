@@ -42,6 +42,10 @@ class Backend(ABC):
     def job_log(self, sweep_dir: Path, job_id: str) -> Path:
         """The job's own stderr: where a job that died before its point started says why."""
 
+    def record_accounting(self, sweep_dir: Path, manifest: Dict, ended: Dict[int, str]) -> None:
+        """Keeps what the scheduler's accounting says about the ended points' jobs ({point: job id}) in the points'
+        folders, for the report (which reads files only). Nothing where there is no accounting (local)."""
+
     @abstractmethod
     def runners(self, manifest: Dict) -> List[Dict]:
         """Processes ({"host", "pid"}) whose life proves that a point marked running still runs, besides the one in

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
-from hpml.launcher import slurm
+from hpml.launcher import slurm, slurm_energy
 from hpml.launcher.backends.base import Backend, JobStates
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.manifest import write_manifest
-from hpml.launcher.scheduler_state import scheduler_states
+from hpml.launcher.scheduler_state import scheduler_states, scheduler_text
 from hpml.launcher.slurm_preflight import preflight as slurm_preflight
 
 
@@ -39,6 +39,18 @@ class SlurmBackend(Backend):
     def runners(self, manifest: Dict) -> List[Dict]:
         return []  # a SLURM point's runner is its job, which the scheduler answers for
 
+    def record_accounting(self, sweep_dir: Path, manifest: Dict, ended: Dict[int, str]) -> None:
+        """sacct's ConsumedEnergy of the ended jobs not recorded yet (launcher/slurm_energy.py): one sacct call."""
+        missing = slurm_energy.not_recorded(sweep_dir, ended)
+        if not missing:
+            return
+        plugin = manifest.get("acct_gather_energy_type")
+        if plugin is None:  # sweeps submitted before hpml kept it
+            plugin = scheduler_text(["scontrol", "show", "config"])
+            plugin = slurm.parse_key_values(plugin).get(slurm_energy.ENERGY_PLUGIN_KEY) if plugin else None
+        slurm_energy.record(sweep_dir, missing, plugin,
+                            scheduler_text(slurm_energy.sacct_energy_command(sorted(set(missing.values())))))
+
 
 def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], max_parallel: int,
                     max_requeues: int = slurm.MAX_REQUEUES_ON_TIMEOUT) -> None:
@@ -47,6 +59,7 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
     points it did not queue "not submitted" (`hpml resume` submits them) and becomes one LaunchError line."""
     config = slurm.scontrol_config()
     manifest["slurm_version"] = slurm.slurm_version()
+    manifest["acct_gather_energy_type"] = config.get(slurm_energy.ENERGY_PLUGIN_KEY)  # whether sacct has energy
     submissions: List[Dict] = manifest.setdefault("submissions", [])  # one entry per sbatch, every launch and resume
     new: List[Dict] = []
 
