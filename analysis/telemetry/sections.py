@@ -37,7 +37,8 @@ METHOD_NOTE = (
     "and power over its own period (up to 1 s), so phase edges blur by up to that. **Busy but under-occupied**: "
     f"mean utilization.gpu ≥ {BUSY_UTIL_GPU_MIN:g} % and mean GPM SM activity < {LOW_SM_ACTIVITY_MAX:g} % "
     "(utilization.gpu counts a period as busy when any kernel ran, even one using 1 SM). **Energy**: the "
-    "total-energy counter read at each phase's edges; per timed phase = the timed phases' sum / their number; "
+    "total-energy counter at each phase's edges (read there, or within 0.5 s of the last read interpolated between "
+    "the reads around it); per timed phase = the timed phases' sum / their number; "
     "per sample = the sum over every GPU / the timed phases' samples (every rank's, as the workload marks them)."
 )
 

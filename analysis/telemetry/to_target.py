@@ -7,7 +7,9 @@ target (analysis.tta.runs). The train workload marks every epoch ("epoch", index
 (nvmlDeviceGetTotalEnergyConsumption) at both edges of each. So:
 
 - energy to target, per GPU = the sum of its "epoch" and "eval" phases' energy with index <= the target epoch: the
-  counter's difference over each phase, read where the device reached the edge, never interpolated. The few
+  counter's difference over each phase, read where the device reached the edge, or, for an edge within 0.5 s of the
+  sampler's last read, interpolated in time between the reads around it (workloads/common/telemetry/sampler.py:
+  each read stalls the workload for milliseconds; sidecars before that change have every edge read). The few
   milliseconds between one phase's end and the next one's start (the barrier, the epoch's print, a checkpoint save)
   are not metered; metered_s / window_s says how much of the window the phases cover (99.8 % on the committed H100
   runs). The cold first epoch is in it, as it is in the TTA clock.
