@@ -279,8 +279,16 @@ def repeats_needed(log_sd: float, difference: float) -> int:
     return max(2, math.ceil(2 * (Z_95 + Z_POWER_80) ** 2 * log_sd ** 2 / difference ** 2))
 
 
-def compare_values(base: Sequence[float], cand: Sequence[float], better: str, difference: float = 0.02) -> Ratio:
-    """The ratio of `cand` to `base` (positive values), its interval and verdict; better: "lower" or "higher"."""
+def geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(_logs(values)))
+
+
+def compare_values(base: Sequence[float], cand: Sequence[float], better: str, difference: float = 0.02,
+                   launch_sd: float = 0.0) -> Ratio:
+    """The ratio of `cand` to `base` (positive values), its interval and verdict; better: "lower" or "higher".
+    launch_sd: where each side's values are the repeats of one launch, the spread of a launch's mean around the
+    configuration's (relative, i.e. on the logarithms), which no repeat samples: each side's launch adds its
+    variance to the difference's, as a known component (it adds no degrees of freedom)."""
     if not base or not cand:
         return Ratio(None, None, None, "no values", None)
     a, b = _logs(base), _logs(cand)
@@ -288,25 +296,27 @@ def compare_values(base: Sequence[float], cand: Sequence[float], better: str, di
     if len(a) < 2 or len(b) < 2:
         return Ratio(ratio, None, None, "no interval (n = 1)", None)
     sd = pooled_log_sd(base, cand)
-    if statistics.pvariance(a) == 0 and statistics.pvariance(b) == 0:  # no spread at all: the ratio is exact
+    if statistics.pvariance(a) == 0 and statistics.pvariance(b) == 0 and not launch_sd:  # no spread: exact
         low = high = ratio
     else:
-        half = welch_half_width(a, b)
+        half = welch_half_width(a, b, 2 * launch_sd ** 2)
         low, high = ratio * math.exp(-half), ratio * math.exp(half)
     return Ratio(ratio, low, high, verdict(low, high, better), repeats_needed(sd, difference) if sd else None)
 
 
-def welch_half_width(a: Sequence[float], b: Sequence[float]) -> float:
+def welch_half_width(a: Sequence[float], b: Sequence[float], known_variance: float = 0.0) -> float:
     """Half the 95 % interval of mean(b) - mean(a) by Welch's t: t(0.975, df) x se, se^2 = s_a^2/n_a + s_b^2/n_b,
     df by Welch-Satterthwaite. What scipy.stats.ttest_ind(b, a, equal_var=False).confidence_interval() computes
     (a test checks that they agree), without its per-call overhead: a comparison of 10,000 results makes
-    thousands of intervals."""
+    thousands of intervals. known_variance: a further variance of the difference, known rather than estimated
+    (compare_values' launch component): added to se^2, while the degrees of freedom stay those of the estimated
+    part (Satterthwaite's would grow with it and could narrow the interval, which adding a variance must not)."""
     from scipy.special import stdtrit
 
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se2 = va + vb
-    df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return float(stdtrit(df, 0.5 + CONFIDENCE / 2)) * math.sqrt(se2)
+    estimated = va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)
+    df = (va + vb) ** 2 / estimated if estimated > 0 else math.inf
+    return float(stdtrit(df, 0.5 + CONFIDENCE / 2)) * math.sqrt(va + vb + known_variance)
 
 
 def verdict(low: float, high: float, better: str) -> str:

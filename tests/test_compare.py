@@ -41,6 +41,18 @@ def test_one_repeat_a_side_gives_no_interval_and_never_an_invented_one():
     assert not regressed(result, "lower", 0)
 
 
+def test_the_launch_spread_is_a_known_variance_component_of_the_difference():
+    # logs as above, launch sd 0.05: se^2 = 0.02 + 2 x 0.05^2 = 0.025; the degrees of freedom stay the estimated
+    # part's (2), so the interval only widens: half width = t(0.975, 2) x sqrt(0.025) = 4.302653 x 0.158114
+    result = compare_values([1.0, math.exp(0.2)], [math.exp(0.1), math.exp(0.3)], "lower", launch_sd=0.05)
+    half = 4.302653 * math.sqrt(0.025)
+    assert result.low == pytest.approx(math.exp(0.1 - half)) and result.high == pytest.approx(math.exp(0.1 + half))
+    # no spread within the launches: the launches' own spread is all the interval has (normal: nothing estimated)
+    flat = compare_values([2.0, 2.0], [2.0, 2.0], "lower", launch_sd=0.05)
+    assert flat.ratio == 1.0 and flat.high == pytest.approx(math.exp(1.959964 * math.sqrt(2) * 0.05), rel=1e-6)
+    assert compare_values([2.0, 2.0], [2.0, 2.0], "lower").high == 1.0  # without it: exact
+
+
 @pytest.mark.parametrize("low, high, better, expected", [
     (0.8, 0.9, "lower", "better"), (1.1, 1.2, "lower", "worse"), (0.9, 1.1, "lower", "no difference resolved"),
     (1.1, 1.2, "higher", "better"), (0.8, 0.9, "higher", "worse"),
@@ -120,6 +132,62 @@ def test_bad_input_is_one_line(sweeps, tmp_path, args, says):
     done = run_hpml(["compare", *[arg.format(**paths) for arg in args]], cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
+
+
+def epoch_times(folder: Path) -> dict:
+    """Each launch's (sweep folder's) epoch times, as compare reads them."""
+    from hpml.analysis.compare.metrics import HEADLINES
+    from hpml.analysis.compare.report import launch_of, load_side
+
+    metric = next(m for m in HEADLINES["train"] if m.name == "epoch time")
+    launches: dict = {}
+    for doc in load_side(str(folder)):
+        launches.setdefault(launch_of(doc), []).append(metric.value(doc))
+    return launches
+
+
+def test_with_two_launches_a_side_the_launch_is_the_unit(sweeps, tmp_path):
+    """Both sides hold the two launches A and A' (copied): each launch is one value, its geometric mean."""
+    from hpml.analysis.stats import geometric_mean
+
+    sides = []
+    for side in ("x", "y"):
+        for name in ("a", "a2"):
+            shutil.copytree(sweeps[name], tmp_path / side / sweeps[name].name, symlinks=True)
+        sides.append(tmp_path / side)
+    done = run_hpml(["compare", *map(str, sides), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    row = next(r for r in csv.DictReader(open(tmp_path / "out" / "compare.csv")) if r["metric"] == "epoch time")
+    assert row["note"] == "unit: launch (2 vs 2 launches)" and row["baseline_n"] == "6"
+    means = [geometric_mean(values) for values in epoch_times(sides[0]).values()]
+    expected = compare_values(means, [geometric_mean(v) for v in epoch_times(sides[1]).values()], "lower")
+    assert len(means) == 2 and float(row["ratio"]) == pytest.approx(1.0)
+    assert (float(row["ci_low"]), float(row["ci_high"])) == pytest.approx((expected.low, expected.high))
+
+
+def test_with_one_launch_a_side_the_launch_spread_is_added_to_the_repeats(sweeps, tmp_path):
+    rows = {}
+    for sd in ("3", "0"):
+        out = tmp_path / sd
+        done = run_hpml(["compare", str(sweeps["a"]), str(sweeps["a2"]), "--launch-sd", sd, "--out", str(out)],
+                        cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        rows[sd] = next(r for r in csv.DictReader(open(out / "compare.csv")) if r["metric"] == "epoch time")
+    (a,), (a2,) = epoch_times(sweeps["a"]).values(), epoch_times(sweeps["a2"]).values()
+    assert rows["3"]["note"] == "unit: repeat, launch sd 3 % added" and rows["0"]["note"] == ""
+    plain = compare_values(a, a2, "lower")
+    assert (float(rows["0"]["ci_low"]), float(rows["0"]["ci_high"])) == pytest.approx((plain.low, plain.high))
+    added = compare_values(a, a2, "lower", launch_sd=0.03)
+    assert (float(rows["3"]["ci_low"]), float(rows["3"]["ci_high"])) == pytest.approx((added.low, added.high))
+    assert added.high - added.low > plain.high - plain.low
+
+
+@pytest.mark.parametrize("option", ["--launch-sd=-1", "--launch-sd=nan", "--difference=0", "--fail-on-regression=inf",
+                                    "--out="])
+def test_bad_numbers_and_empty_paths_are_one_line_before_anything_is_read(tmp_path, option):
+    done = run_hpml(["compare", str(tmp_path / "a"), str(tmp_path / "b"), option], cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and option.split("=")[0] in lines[0], done.stderr
 
 
 def test_each_side_is_labelled_by_what_differs_in_its_provenance(sweeps, tmp_path):

@@ -2,7 +2,11 @@
 
 Each side is a sweep or a folder of sweeps. Results are matched by the work they measured (analysis.compare.match),
 each study's headline numbers (analysis.compare.metrics) are compared configuration by configuration with a 95 %
-interval (analysis.stats), and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
+interval (analysis.stats). The unit of that interval is the launch (a sweep folder) where both sides hold at least
+two launches of the configuration: each launch's geometric mean is one value, since repeats of one launch share what
+a launch shares (the machine's state, its neighbours, the build) and launches of one preset differ by more than
+their repeats say (docs/results/compare/). With one launch on a side the repeats are the unit, and the interval adds
+the spread of launches (--launch-sd, as measured: a known variance component), which no repeat can sample. and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
 interval per configuration and metric) are written to --out (default: <candidate>_vs_<baseline>/ beside the
 candidate). Results that match nothing on the other side are listed, not dropped. --fail-on-regression PCT exits 1
 when any headline number is worse by more than PCT % with confidence; the exit status is 0 otherwise, whatever the
@@ -26,7 +30,12 @@ from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
 from hpml.analysis.results import load_results
 from hpml.analysis.sections import markdown_table
-from hpml.analysis.stats import Ratio, compare_values, differing_labels, olympic_mean, regressed
+from hpml.analysis.stats import Ratio, compare_values, differing_labels, geometric_mean, olympic_mean, regressed
+from hpml.contract.cli_args import OneLineParser, folder_argument
+
+# The spread of a launch's mean around its configuration's, relative: launches of one preset on one machine differ
+# by more than their repeats say (docs/results/compare/, the A/A launches). Measured there; 0 turns it off.
+LAUNCH_SD_PCT = 3.0
 
 HEADERS = ["configuration", "metric", "baseline (mean ± sd, n)", "candidate (mean ± sd, n)",
            "ratio cand/base [95 % CI]", "verdict", "repeats a side for ±{d:g} %"]
@@ -73,19 +82,41 @@ def _positive(values: Sequence[Optional[float]]) -> List[float]:
     return [v for v in values if v is not None and math.isfinite(v) and v > 0]
 
 
-def compare_metric(metric: Metric, base_docs, cand_docs, difference: float) -> Tuple[Ratio, list, list, str]:
+def launch_of(doc: Mapping[str, Any]) -> str:
+    """The launch a result belongs to: its sweep folder (<sweep>/points/<i>/result.json), or its sweep's name."""
+    path = doc.get("path")
+    return str(Path(path).parents[2]) if path else str(doc["identity"]["sweep"])
+
+
+def launch_values(metric: Metric, docs) -> List[float]:
+    """One value per launch: the geometric mean of its results' values (launches without one left out)."""
+    by_launch: Dict[str, List[float]] = {}
+    for doc in docs:
+        by_launch.setdefault(launch_of(doc), []).append(metric.value(doc))
+    return [geometric_mean(kept) for kept in map(_positive, by_launch.values()) if kept]
+
+
+def compare_metric(metric: Metric, base_docs, cand_docs, difference: float,
+                   launch_sd: float = 0.0) -> Tuple[Ratio, list, list, str]:
+    """(the comparison, the baseline's and candidate's values, a note). launch_sd: compare_values' launch
+    component, added where a side holds one launch."""
     if metric.measured is not None:  # a result that cannot have the number (no telemetry, no price) is no miss
         base_docs, cand_docs = [d for d in base_docs if metric.measured(d)], [d for d in cand_docs if metric.measured(d)]
     base = [metric.value(doc) for doc in base_docs]
     cand = [metric.value(doc) for doc in cand_docs]
     if not metric.time_to_accuracy:
-        return compare_values(_positive(base), _positive(cand), metric.better, difference), base, cand, ""
+        b_launches, c_launches = launch_values(metric, base_docs), launch_values(metric, cand_docs)
+        if len(b_launches) >= 2 and len(c_launches) >= 2:
+            result = compare_values(b_launches, c_launches, metric.better, difference)
+            return result, base, cand, f"unit: launch ({len(b_launches)} vs {len(c_launches)} launches)"
+        result = compare_values(_positive(base), _positive(cand), metric.better, difference, launch_sd)
+        return result, base, cand, f"unit: repeat, launch sd {launch_sd * 100:g} % added" if launch_sd else ""
     # MLPerf: a run that did not converge counts as the slowest; olympic means; the converged fraction beside it
     b_conv, c_conv = _positive(base), _positive(cand)
     missed = (len(base) - len(b_conv), len(cand) - len(c_conv))
     note = f"converged {len(b_conv)}/{len(base)} vs {len(c_conv)}/{len(cand)}"
     if missed == (0, 0):
-        result = compare_values(b_conv, c_conv, metric.better, difference)
+        result = compare_values(b_conv, c_conv, metric.better, difference, launch_sd)
     else:
         result = Ratio(None, None, None, "no interval (a run did not converge)", None)
     b_ol, c_ol = olympic_mean(b_conv, missed[0]), olympic_mean(c_conv, missed[1])
@@ -127,7 +158,7 @@ def ratio_text(result: Ratio) -> str:
 
 
 def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ignore, by,
-               difference: float) -> Tuple[List[Row], List[str]]:
+               difference: float, launch_sd: float = 0.0) -> Tuple[List[Row], List[str]]:
     """(the comparisons, the lines for what matched nothing)."""
     base_groups = grouped(base_docs, ignore, by)
     rows: List[Row] = []
@@ -149,7 +180,7 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
             for metric in metrics:
                 if not any(applies(metric, doc) for doc in b + c):
                     continue
-                result, base, cand, note = compare_metric(metric, b, c, difference)
+                result, base, cand, note = compare_metric(metric, b, c, difference, launch_sd)
                 rows.append(Row(name, labels[key] or workload, workload, metric, base, cand, result, note))
         for key in sorted(set(base_groups) - set(cand_groups)):
             unmatched.append(f"only in the baseline: {len(base_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
@@ -221,8 +252,10 @@ def write_outputs(rows: Sequence[Row], unmatched: Sequence[str], labels: Sequenc
     header = [f"# hpml compare: {names[0]} (baseline) vs {', '.join(names[1:])}", "",
               "Sides: " + "; ".join(f"{n}: {label or 'no provenance differs'}" for n, label in zip(names, labels)),
               "", "Ratio: candidate / baseline of the geometric means; 95 % interval from Welch's t on the logarithms "
-              "of the repeats (none with one repeat a side); verdict from the whole interval and the metric's "
-              "direction. Time to accuracy: MLPerf's olympic means, a run that did not converge counted as the "
+              "of the launches' geometric means where both sides hold two or more launches of the configuration, "
+              "else of the repeats, with the spread of launches (--launch-sd) added to the difference's variance since no "
+              "repeat of one launch samples it (none with one repeat a side); verdict from the whole interval and "
+              "the metric's direction. Time to accuracy: MLPerf's olympic means, a run that did not converge counted as the "
               "slowest, with the converged fractions (Fisher's exact test).", ""]
     parts = {}
     for name in names[1:]:
@@ -256,18 +289,27 @@ def write_outputs(rows: Sequence[Row], unmatched: Sequence[str], labels: Sequenc
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="hpml compare", description=__doc__.splitlines()[0])
-    parser.add_argument("baseline")
-    parser.add_argument("candidates", nargs="+", metavar="candidate")
+    parser = OneLineParser(prog="hpml compare", description=__doc__.splitlines()[0])
+    folder = lambda text: str(folder_argument(text))  # noqa: E731 - an empty path is no sweep (nor the cwd)
+    parser.add_argument("baseline", type=folder)
+    parser.add_argument("candidates", nargs="+", metavar="candidate", type=folder)
     parser.add_argument("--ignore", action="append", default=[], metavar="KEY", help="leave KEY out of the match")
     parser.add_argument("--by", action="append", default=[], metavar="KEY", help="match by KEY too")
-    parser.add_argument("--out", default=None, help="folder for the tables and the plot")
+    parser.add_argument("--out", default=None, type=folder, help="folder for the tables and the plot")
     parser.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT")
     parser.add_argument("--difference", type=float, default=2.0, metavar="PCT",
                         help="the difference the repeats-needed column resolves (default 2 %%)")
+    parser.add_argument("--launch-sd", type=float, default=LAUNCH_SD_PCT, metavar="PCT",
+                        help="the spread of a launch's mean (relative sd) added where a side holds one launch "
+                             f"(default {LAUNCH_SD_PCT:g} %%, measured; 0: none)")
     args = parser.parse_args(argv)
-    if args.difference <= 0 or (args.fail_on_regression is not None and args.fail_on_regression < 0):
-        parser.error("--difference must be > 0 and --fail-on-regression >= 0")
+    bounds = (("--difference", args.difference, 0 < args.difference < 100, "a percentage above 0 and below 100"),
+              ("--fail-on-regression", args.fail_on_regression,
+               args.fail_on_regression is None or 0 <= args.fail_on_regression < math.inf, "a percentage >= 0"),
+              ("--launch-sd", args.launch_sd, 0 <= args.launch_sd < 100, "a percentage from 0 to below 100"))
+    for option, value, ok, allowed in bounds:  # a NaN fails every comparison, so it is refused here too
+        if not ok:
+            parser.error(f"{option} {value:g} is not allowed: {allowed}")
     return args
 
 
@@ -289,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
             raise CompareError(f"--by {key}: no result has this key (e.g. {', '.join(sorted(known)[:3])})")
     difference = args.difference / 100
     rows, unmatched = build_rows(sides[args.baseline], {n: sides[n] for n in args.candidates}, args.ignore,
-                                 args.by, difference)
+                                 args.by, difference, args.launch_sd / 100)
     labels, _ = side_labels(list(sides.values()))
     last = Path(args.candidates[-1]).resolve()
     out = Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
