@@ -107,7 +107,7 @@ def wrong(result) -> bool:
     return result.verdict in ("better", "worse")
 
 
-def launch_evidence(per_launch: list, sizes: list, draws: int, rng: random.Random) -> dict:
+def launch_evidence(per_launch: list, sizes: list, draws: int, rng: random.Random, sds=(LAUNCH_SD_PCT, 0.0)) -> dict:
     """per_launch: one {metric: repeat values} per launch."""
     out = {"launch_sd": {}, "launch_unit": {}, "one_launch_a_side": {}}
     for metric in per_launch[0]:
@@ -122,14 +122,14 @@ def launch_evidence(per_launch: list, sizes: list, draws: int, rng: random.Rando
                         for _ in range(draws))
             out["launch_unit"].setdefault(k, {})[metric] = false / draws
         n = min(len(v) for v in launches)
-        for sd_name, sd in (("default", LAUNCH_SD_PCT / 100), ("none", 0.0)):
+        for pct in sds:
+            sd = pct / 100
             counts = 0
             for _ in range(draws):
                 i, j = rng.sample(range(len(launches)), 2)
                 counts += wrong(compare_values(rng.sample(launches[i], n), rng.sample(launches[j], n), better,
                                                launch_sd=sd))
-            out["one_launch_a_side"].setdefault(f"n={n}, launch sd {sd_name} ({sd * 100:g} %)", {})[metric] = \
-                counts / draws
+            out["one_launch_a_side"].setdefault(f"n={n}, --launch-sd {pct:g}", {})[metric] = counts / draws
     return out
 
 
@@ -145,7 +145,7 @@ def launches_main(args) -> int:
     per_launch = [{m: v[m] for m in sorted(common)} for v in per_launch]
     evidence = {"launches": args.launches, "repeats": args.repeats, "draws": args.draws,
                 "sweeps": [s.name for s in sweeps], **launch_evidence(per_launch, args.sizes, args.draws,
-                                                                     random.Random(0))}
+                                                                     random.Random(0), args.launch_sds)}
     (args.out / "evidence.json").write_text(json.dumps(evidence, indent=1, default=str))
     print(json.dumps(evidence, indent=1, default=str))
     return 0
@@ -159,6 +159,8 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[3, 5])
     parser.add_argument("--launches", type=int, default=0, help="K launches of the A/A preset (the launch evidence)")
     parser.add_argument("--reuse", action="store_true", help="--launches: read OUT_DIR's launches, launch none")
+    parser.add_argument("--launch-sds", type=float, nargs="+", default=[LAUNCH_SD_PCT, 0.0],
+                        help="--launches: the --launch-sd values (%%) to try one launch a side with")
     args = parser.parse_args()
     if args.launches:
         return launches_main(args)
