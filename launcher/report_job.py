@@ -65,16 +65,17 @@ def sbatch_arguments(sweep_dir: Path, cluster: ClusterConfig, after: Sequence[st
 
 
 def arrays_in_queue(manifest: Dict) -> List[str]:
-    """The sweep's array job ids the controller still holds (one squeue call). sbatch refuses a dependency on a
-    job it has forgotten (MinJobAge after its end), and such a job has ended: nothing to wait for."""
+    """The sweep's array job ids with a task still pending or running (one squeue call): the ones to wait for.
+    An ended array is not one: sbatch even refuses a dependency on a job the controller has forgotten
+    (MinJobAge after its end)."""
     arrays = [s["job_id"] for s in manifest.get("submissions", []) if isinstance(s, dict) and s.get("job_id")]
     if not arrays:
         return []
     known = squeue_states(arrays)
     if known is None:  # squeue did not answer: wait for them all; sbatch says so if one is gone
         return arrays
-    held = {job.split("_")[0] for job in known}
-    return [a for a in arrays if a in held]
+    busy = {job.split("_")[0] for job, record in known.items() if record["state"] in ("pending", "running")}
+    return [a for a in arrays if a in busy]
 
 
 def queue_report_job(sweep_dir: Path, manifest: Dict, cluster: ClusterConfig) -> str:
