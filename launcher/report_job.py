@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Sequence
 from hpml.conf.schema import ClusterConfig
 from hpml.contract.sweep_layout import JOBS_DIR
 from hpml.launcher.errors import LaunchError
+from hpml.launcher.failure_reason import job_log_reason
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.scheduler_state import squeue_states
 from hpml.launcher.slurm import guarded_setup, outside_of_any_job, sbatch_reason
@@ -142,6 +143,7 @@ def report_line(manifest: Dict, jobs: Optional[Dict[str, Dict[str, str]]]) -> Op
     line = f"report job {record['job_id']}: {state} -> {record.get('out')}"
     if state == "pending" and record.get("after"):
         line += f" (after array(s) {', '.join(record['after'])})"
-    if state not in ("pending", "running", "completed"):
-        line += f"; log: {record.get('log')}"
+    if state not in ("pending", "running", "completed"):  # where to look, and the log's own last line
+        why = job_log_reason(Path(record["log"])) if isinstance(record.get("log"), str) else None
+        line += f"; log: {record.get('log')}" + (f" ({why})" if why else "")
     return line

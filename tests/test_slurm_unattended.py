@@ -97,6 +97,24 @@ def test_resume_queues_the_report_job_again_after_the_points_it_requeues(hpml, t
         cancel_sweep(sweep)
 
 
+def test_a_report_job_that_fails_is_shown_by_status_with_its_log_and_last_line(hpml, tmp_path):
+    """Every point cancelled before it ran: the report job runs (afterany) and finds no result; status says it
+    failed, where its log is, and the log's last line."""
+    done = hpml("launch", "cluster=slurm", "sweep.wait=false", HELD, *SMALL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = sweep_dir_of(tmp_path)
+    manifest = manifest_of(sweep)
+    report = manifest["report_job"]
+    subprocess.run(["scancel", manifest["submissions"][0]["job_id"]], check=True)
+    ended = ("FAILED", "COMPLETED", "CANCELLED", "TIMEOUT")
+    wait_until(lambda: sacct_state(report["job_id"]) in ended, 120, "the report job's end")
+    assert sacct_state(report["job_id"]) == "FAILED"
+    status = hpml("status", str(sweep)).stdout
+    assert f"report job {report['job_id']}: failed -> {sweep / 'report'}; log: {report['log']} (hpml: error: " \
+           f"no result.json under {sweep}" in status, status
+    assert report["log"] == str(sweep / "jobs" / "report" / f"{report['job_id']}.out")
+
+
 def test_a_report_partition_the_cluster_cannot_take_is_one_line_before_anything_is_queued(hpml, tmp_path):
     before = subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout
     for overrides, line in [
