@@ -36,8 +36,10 @@ def start(size: int, folder: Path, pythonpath: str) -> subprocess.Popen:
     env = {**os.environ, "PATH": counting_path(folder / "bin", folder / "calls.log"), "PYTHONPATH": pythonpath}
     args = [sys.executable, "-m", "hpml.launcher.cli", "launch", "-m", "cluster=slurm", "sweep.wait=true",
             "cluster.partition=short", "resources.time_min=1", HELD, f"workload.lr=range(1,{size + 1})"]
+    # SIGINT back to its default: a shell's background job (`... &`) starts with it ignored, and python then
+    # installs no KeyboardInterrupt handler, so the SIGINT that ends the wait would be lost
     return subprocess.Popen(args, cwd=folder, env=env, stdout=open(folder / "launch.out", "w"),
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def summary(folder: Path, ended: float, steady_after_s: float) -> dict:
@@ -73,7 +75,10 @@ def main() -> int:
     results = {}
     for size, launch in launches.items():
         launch.send_signal(signal.SIGINT)  # stops the waiting only; the jobs stay queued
-        launch.wait(60)
+        try:
+            launch.wait(60)
+        except subprocess.TimeoutExpired:
+            launch.kill()
         results[size] = summary(root / str(size), ended, args.steady_after)
         subprocess.run(["scancel", *results[size]["arrays_cancelled"]], check=False)
     version = subprocess.run(["sinfo", "--version"], capture_output=True, text=True).stdout.strip()
