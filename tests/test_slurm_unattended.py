@@ -131,6 +131,10 @@ def test_a_report_partition_the_cluster_cannot_take_is_one_line_before_anything_
         done = hpml("launch", "cluster=slurm", "sweep.wait=false", *overrides)
         assert done.returncode == 2 and done.stderr.strip().splitlines() == [line], done.stderr
     assert queue_ids() <= before  # nothing queued (other users' jobs may end meanwhile)
+    # a waiting launch queues no report job: a report time over its partition's MaxTime does not refuse it
+    waiting = hpml("launch", "cluster=slurm", "cluster.partition=short", "resources.time_min=1",
+                   "cluster.report_time_min=10", "--dry-run")
+    assert waiting.returncode == 0, waiting.stderr
     assert not list(tmp_path.glob("sweeps/*/manifest.json"))
 
 

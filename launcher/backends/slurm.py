@@ -25,9 +25,12 @@ class SlurmBackend(Backend):
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
         problems = slurm_preflight(list(specs))
-        if problems or not configs:
+        settings = configs[0] if configs else None
+        # the report job's partition and time limit matter where one is queued (nobody waits), or where the user
+        # named its partition: a waiting launch on a partition shorter than report_time_min is not refused
+        if problems or settings is None or (settings.sweep.wait and not settings.cluster.report_partition):
             return problems
-        return report_problems(configs[0].cluster, scontrol_records("partition"))
+        return report_problems(settings.cluster, scontrol_records("partition"))
 
     def submit(self, sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig,
                on_tick: Callable[[], None]) -> None:
