@@ -76,6 +76,16 @@ def expand_array_id(job_id: str) -> list:
     return ids
 
 
+def fill_from_array_records(jobs: Dict[str, Dict[str, str]], wanted: Iterable[str]) -> None:
+    """Array tasks that were never split out of their array's own record take its state: once every pending task
+    of array 12 is cancelled together, squeue (and sacct, until the array ends) list one job "12" CANCELLED and no
+    "12_1" or "12_2"; without this those points were "lost" until sacct rewrote its record."""
+    for job in wanted:
+        base, _, task = job.partition("_")
+        if task and job not in jobs and base in jobs:
+            jobs[job] = jobs[base]
+
+
 # squeue's answer when the only id it was given is one the controller has forgotten (MinJobAge after its end):
 # an answer (that job is not in the queue), not a failure. Given several ids, it lists the known ones, rc 0.
 SQUEUE_UNKNOWN_JOB = "Invalid job id specified"
@@ -115,6 +125,7 @@ def scheduler_states(job_ids: Iterable[str]) -> tuple[Dict[str, Dict[str, str]],
     if queued is not None:
         jobs.update(queued)
         sources.append("squeue")
+    fill_from_array_records(jobs, wanted)
     # an array squeue lists in part (some tasks purged, others pending) is asked of sacct whole: one call anyway
     left = sorted({j.split("_")[0] for j in wanted if j not in jobs})
     if left:
@@ -122,6 +133,7 @@ def scheduler_states(job_ids: Iterable[str]) -> tuple[Dict[str, Dict[str, str]],
                      "-j", ",".join(left)])
         if text is not None:
             jobs.update({k: v for k, v in parse_sacct(text).items() if k not in jobs})
+            fill_from_array_records(jobs, wanted)
             sources.append("sacct")
     return jobs, "+".join(sources) or "none"
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from hpml.launcher.progress import PollBackoff
 from tests.conftest import HPML, REPO
 from tests.test_slurm import SMALL, manifest_of, sacct_state, slurm_cluster, sweep_dir_of, wait_until  # noqa: F401
 
@@ -158,14 +157,6 @@ def test_states_come_from_one_squeue_and_one_sacct_only_for_jobs_that_left_the_q
         assert [c for _, c, _ in read_calls(log)] == ["squeue"]  # all in the queue: no sacct at all
     finally:
         subprocess.run(["scancel", held], capture_output=True)
-
-
-def test_the_pause_doubles_while_nothing_changes_up_to_its_cap_and_restarts_on_a_change():
-    backoff = PollBackoff(first_s=5, cap_s=30)
-    pauses = [backoff.after(changed) for changed in (True, False, False, False, False, True, False)]
-    assert pauses == [5, 10, 20, 30, 30, 5, 10]
-    assert PollBackoff(first_s=0.1, cap_s=0.5).after(False) == 2.0  # never below MIN_POLL_S
-    assert PollBackoff(first_s=60, cap_s=30).after(False) == 60  # a cap below poll_s is poll_s
 
 
 def test_a_waiting_launch_asks_one_squeue_per_look_whatever_its_arrays_and_backs_off(tmp_path):
