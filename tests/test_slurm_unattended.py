@@ -73,11 +73,13 @@ def test_fire_and_forget_returns_at_once_and_its_report_job_writes_the_report(hp
 
 
 def test_resume_queues_the_report_job_again_after_the_points_it_requeues(hpml, tmp_path):
-    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", HELD, *SMALL, "resources.workers_per_node=1,2")
+    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", HELD, *SMALL, "resources.workers_per_node=1,2",
+                "cluster.report_partition=short")
     assert done.returncode == 0, done.stdout + done.stderr
     sweep = sweep_dir_of(tmp_path)
     try:
         manifest = manifest_of(sweep)
+        assert scontrol_job(manifest["report_job"]["job_id"])["Partition"] == "short"  # the points run in debug
         first_arrays = [s["job_id"] for s in manifest["submissions"]]
         first_report = manifest["report_job"]["job_id"]
         subprocess.run(["scancel", first_arrays[1]], check=True)  # point 1's array
@@ -94,6 +96,7 @@ def test_resume_queues_the_report_job_again_after_the_points_it_requeues(hpml, t
         # after the requeued point's new array, and point 0's, which still waits; not the cancelled one
         assert sorted(re.findall(r"afterany:(\d+)", job["Dependency"])) == sorted([first_arrays[0], new_array])
         assert scontrol_job(first_report)["JobState"] == "CANCELLED"  # one report, after the last points
+        assert job["Partition"] == "short"  # the sweep's settings, as launched
         status = hpml("status", str(sweep)).stdout
         assert f"report job {report['job_id']}: pending" in status, status
     finally:
