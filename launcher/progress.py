@@ -44,8 +44,7 @@ class ProgressPrinter:
             self.last = line
 
 
-def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float, poll_max_s: float,
-                   sleep: Callable[[float], None] = time.sleep) -> None:
+def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float, poll_max_s: float) -> None:
     """Returns once every point is finished (completed, failed, cancelled, lost, ...). Each look is one
     current_states (SLURM: one squeue, and one sacct only for jobs that left the queue); the pause between looks
     backs off while the points' states stay as they were (PollBackoff)."""
@@ -58,5 +57,5 @@ def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float, poll_max_s: float,
             return
         now = [(s.state, s.job_id) for s in states]
         # the first look counts as a change: the pause starts at poll_s
-        sleep(backoff.after(changed=now != seen))
+        time.sleep(backoff.after(changed=now != seen))
         seen = now
