@@ -67,6 +67,10 @@ def require_element_type(key: str, hint: Any, value: Any) -> None:
 # loop would mostly read state files beside the points it times; above 10 minutes a SLURM launch with
 # sweep.wait=true could wait that long after its last point ended (1e12 overflowed time_t in the wait).
 POLL_S = (0.1, 600.0)
+# Bounds of cluster.report_time_min and cluster.report_mem_gb (the report job of a sweep that nobody waits for):
+# `hpml report` reads result files and writes tables, minutes and a few GB at most, whatever the sweep.
+REPORT_TIME_MIN = (1, 1440)
+REPORT_MEM_GB = (0, 64)
 MAX_REQUEUES = 100  # a point requeued more often than this is not making progress (each attempt costs a queue wait)
 # cluster.max_parallel: one launch plans at most 10,000 points (hpml_sweeper.MAX_POINTS), so a larger cap is no cap;
 # SLURM reads the array's %N as a 32-bit number and refuses a larger one only at sbatch time
@@ -110,6 +114,9 @@ class ClusterConfig:
     kind: ClusterKind = MISSING
     max_parallel: int = MISSING  # points running at once (local) / array parallelism (SLURM); 0: no cap
     poll_s: float = MISSING  # how often a waiting launch refreshes its progress line
+    # A waiting SLURM launch looks again after poll_s, doubling the pause while nothing changes, up to this (or
+    # poll_s, if larger) (launcher/progress.py; default in conf/cluster/slurm.yaml, reason in docs/decisions.md)
+    poll_max_s: float = 30.0
     # SLURM: how many times a point that reaches its time limit is requeued to continue from its last epoch
     # checkpoint (submitit's max_num_timeout; its default 3); then it is failed ("timed-out too many times")
     max_requeues: int = 3
@@ -125,12 +132,17 @@ class ClusterConfig:
     sbatch_extra: Dict[str, str] = field(default_factory=dict)
     setup: List[str] = field(default_factory=list)
     srun_args: List[str] = field(default_factory=list)
+    # SLURM only: the job that runs `hpml report` once every array of a sweep has ended (launcher/report_job.py);
+    # its partition (None: the sweep's own), time limit and memory
+    report_partition: Optional[str] = None
+    report_time_min: int = 5
+    report_mem_gb: int = 2
 
     def __post_init__(self) -> None:
         # Values end up in the sbatch script: #SBATCH lines (quoted by submitit) and the srun line. A line
         # break would start a new shell line: _build refuses control characters in every text (require_plain_text);
         # sbatch option names are plain words, and an empty name would be an empty #SBATCH option.
-        for key in ("partition", "account", "qos", "constraint"):
+        for key in ("partition", "account", "qos", "constraint", "report_partition"):
             require(getattr(self, key) != "", f"cluster.{key}", "a name, or null for the cluster's default", "")
         for option, value in self.sbatch_extra.items():
             require(bool(SBATCH_OPTION.fullmatch(option)), f"cluster.sbatch_extra.{option}",
@@ -146,6 +158,14 @@ class ClusterConfig:
         low, high = POLL_S
         require(low <= self.poll_s <= high, "cluster.poll_s", f"a number from {low:g} to {high:g} (seconds)",
                 self.poll_s)
+        require(low <= self.poll_max_s <= high, "cluster.poll_max_s", f"a number from {low:g} to {high:g} (seconds; "
+                "below cluster.poll_s it is poll_s)", self.poll_max_s)
+        low, high = REPORT_TIME_MIN
+        require(low <= self.report_time_min <= high, "cluster.report_time_min",
+                f"an integer from {low} to {high} (minutes)", self.report_time_min)
+        low, high = REPORT_MEM_GB
+        require(low <= self.report_mem_gb <= high, "cluster.report_mem_gb",
+                f"an integer from {low} (the cluster's default) to {high} (GB)", self.report_mem_gb)
 
 
 # Bounds of telemetry.interval_ms. Below 10 ms the sampler would read faster than NVML refreshes most of its

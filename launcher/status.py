@@ -25,6 +25,7 @@ from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point
 from hpml.launcher.backends import backend_of_manifest
 from hpml.launcher.failure_reason import job_log_reason
 from hpml.launcher.manifest import read_manifest
+from hpml.launcher.report_job import report_line
 from hpml.launcher.scheduler_state import runner_alive
 
 # Stops that come from outside the work (a signal, the scheduler's time limit): one that lands after the workload
@@ -267,10 +268,15 @@ def record_accounting(sweep_dir: Path, manifest: Dict, states: List[PointState])
 
 
 def status_command(sweep_dir: Path) -> int:
-    """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed)."""
+    """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed), then the
+    report job's line where the sweep has one; one scheduler query (job_states) answers for all of them."""
     manifest = read_manifest(sweep_dir)
-    states = current_states(sweep_dir)
+    jobs = backend_of_manifest(manifest).job_states(manifest)
+    states = point_states(sweep_dir, jobs, manifest)
     record_accounting(sweep_dir, manifest, states)
     print(progress_line(manifest.get("sweep", Path(sweep_dir).name), states))
     print(status_table(states))
+    report = report_line(manifest, jobs)
+    if report:
+        print(report)
     return 0

@@ -15,6 +15,7 @@ from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.local_runner import SweepInterrupted
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.progress import ProgressPrinter, wait_for_sweep
+from hpml.launcher.report_job import REPORT_KEY
 from hpml.launcher.status import current_states, record_accounting, status_table
 
 
@@ -31,11 +32,13 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
         print(f"hpml: {stopped}", file=sys.stderr)
         return stopped.exit_code
     if not backend.runs_in_this_process:
+        if not settings.sweep.wait or manifest.get(REPORT_KEY):  # a resume keeps the sweep's report job
+            backend.queue_report(sweep_dir, manifest, settings)
         if not settings.sweep.wait:
             print(f"hpml: submitted; follow with `hpml status {sweep_dir}`")
             return 0
         try:
-            wait_for_sweep(sweep_dir, name, settings.cluster.poll_s)
+            wait_for_sweep(sweep_dir, name, settings.cluster.poll_s, settings.cluster.poll_max_s)
         except KeyboardInterrupt:  # Ctrl-C stops the waiting only: the jobs are the scheduler's, and keep running
             print(f"hpml: stopped waiting; the jobs keep running: follow with `hpml status {sweep_dir}`, "
                   f"rerun what did not finish with `hpml resume {sweep_dir}`", file=sys.stderr)

@@ -46,6 +46,11 @@ class Backend(ABC):
         """Keeps what the scheduler's accounting says about the ended points' jobs ({point: job id}) in the points'
         folders, for the report (which reads files only). Nothing where there is no accounting (local)."""
 
+    def queue_report(self, sweep_dir: Path, manifest: Dict, settings: HpmlConfig) -> None:
+        """Queues `hpml report` to run by itself once every job of the sweep has ended, for a sweep nobody waits
+        for (sweep.wait=false), recording it in the manifest. A backend whose submit() runs the points itself
+        needs none: the launch that ran them is there at the end."""
+
     @abstractmethod
     def runners(self, manifest: Dict) -> List[Dict]:
         """Processes ({"host", "pid"}) whose life proves that a point marked running still runs, besides the one in

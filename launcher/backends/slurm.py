@@ -13,8 +13,10 @@ from hpml.launcher.backends.base import Backend, JobStates
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.manifest import write_manifest
+from hpml.launcher.report_job import REPORT_KEY, queue_report_job, report_problems
 from hpml.launcher.scheduler_state import scheduler_states, scheduler_text
 from hpml.launcher.slurm_preflight import preflight as slurm_preflight
+from hpml.launcher.slurm_preflight import scontrol_records
 
 
 class SlurmBackend(Backend):
@@ -22,19 +24,32 @@ class SlurmBackend(Backend):
     runs_in_this_process = False
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
-        return slurm_preflight(list(specs))
+        problems = slurm_preflight(list(specs))
+        settings = configs[0] if configs else None
+        # the report job's partition and time limit matter where one is queued (nobody waits), or where the user
+        # named its partition: a waiting launch on a partition shorter than report_time_min is not refused
+        if problems or settings is None or (settings.sweep.wait and not settings.cluster.report_partition):
+            return problems
+        return report_problems(settings.cluster, scontrol_records("partition"))
 
     def submit(self, sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig,
                on_tick: Callable[[], None]) -> None:
         submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel, settings.cluster.max_requeues)
 
     def job_states(self, manifest: Dict) -> Optional[JobStates]:
-        jobs, source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
+        ids = [p["job_id"] for p in manifest["points"] if p.get("job_id")]
+        report = manifest.get(REPORT_KEY)
+        if isinstance(report, dict) and isinstance(report.get("job_id"), str):
+            ids.append(report["job_id"])  # in the same squeue call as the points
+        jobs, source = scheduler_states(ids)
         return jobs if source != "none" else None
 
     def job_log(self, sweep_dir: Path, job_id: str) -> Path:
         # the sbatch script's own stderr (its cluster.setup lines) and the first task's: one file
         return slurm.jobs_folder(sweep_dir).parent / job_id / f"{job_id}_0_log.err"
+
+    def queue_report(self, sweep_dir: Path, manifest: Dict, settings: HpmlConfig) -> None:
+        queue_report_job(sweep_dir, manifest, settings.cluster)
 
     def runners(self, manifest: Dict) -> List[Dict]:
         return []  # a SLURM point's runner is its job, which the scheduler answers for
