@@ -29,11 +29,11 @@ class ProgressPrinter:
 
 
 def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float) -> None:
-    """Returns once every point is finished (completed, failed, cancelled, lost, ...)."""
+    """Returns once every submitted point is finished (completed, failed, cancelled, lost, ...)."""
     printer = ProgressPrinter(sweep_dir, name)
     while True:
         states = current_states(sweep_dir)
         printer.show(states)
-        if all(s.state in FINISHED for s in states):
+        if all(s.state in FINISHED + ("not_submitted",) for s in states):  # held back by a submit limit
             return
         time.sleep(max(poll_s, MIN_POLL_S))

@@ -14,6 +14,7 @@ from hpml.launcher.errors import LaunchError
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.scheduler_state import scheduler_states
+from hpml.launcher.slurm_limits import submit_room
 from hpml.launcher.slurm_preflight import preflight as slurm_preflight
 
 
@@ -26,7 +27,9 @@ class SlurmBackend(Backend):
 
     def submit(self, sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig,
                on_tick: Callable[[], None]) -> None:
-        submit_to_slurm(sweep_dir, manifest, specs, settings.cluster.max_parallel, settings.cluster.max_requeues)
+        cluster = settings.cluster
+        parallel = cluster.max_parallel if cluster.array_parallelism is None else cluster.array_parallelism
+        submit_to_slurm(sweep_dir, manifest, specs, parallel, cluster.max_requeues)
 
     def job_states(self, manifest: Dict) -> Optional[JobStates]:
         jobs, source = scheduler_states([p["job_id"] for p in manifest["points"] if p.get("job_id")])
@@ -60,13 +63,24 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
         write_manifest(sweep_dir, manifest)
         slurm.keep_sbatch_scripts(array)
 
+    limit = submit_room(config.get("ClusterName", ""), sorted({(s.shape.account, s.shape.qos) for s in specs},
+                                                              key=str))
+    max_jobs = None if limit is None or limit.room >= slurm.job_count(specs) else limit.room
     try:
-        slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config), on_array=record,
-                            max_requeues=max_requeues)
+        held = slurm.submit_arrays(sweep_dir, specs, max_parallel, slurm.max_array_size(config), on_array=record,
+                                   max_requeues=max_requeues, max_jobs=max_jobs)
     except slurm.SbatchRefused as refused:
         queued = len(specs) - len(refused.points)
         raise LaunchError(f"sbatch refused point(s) {', '.join(map(str, refused.points))}: {refused.why} "
                           f"({queued} point(s) queued before); the sweep is kept: fix the cause, then "
                           f"`hpml resume {sweep_dir}` submits what is not queued") from refused
     ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in new)
-    print(f"hpml: submitted job array(s) {ids}")
+    print(f"hpml: submitted job array(s) {ids or '(none)'}")
+    if held:
+        print(held_back_line(held, limit, sweep_dir))
+
+
+def held_back_line(held: Sequence[int], limit, sweep_dir: Path) -> str:
+    """The one line that says which limit kept points back, and what to do."""
+    return (f"hpml: {len(held)} point(s) not submitted: {limit.describe()}; run `hpml resume {sweep_dir}` "
+            "later (as jobs leave the queue)")
