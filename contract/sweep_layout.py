@@ -23,6 +23,7 @@ RESULT_FILE = "result.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 LOGS_DIR = "logs"
 ATTEMPTS_DIR = "attempts"
+ATTEMPT_RECORD = "attempt.json"  # in attempts/<k>/: its job id, how it ended, the resources it had
 JOBS_DIR = "jobs"
 
 

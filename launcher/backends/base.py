@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
+from hpml.launcher.errors import LaunchError
+from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 
 # {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/scheduler_state.py
@@ -41,6 +43,12 @@ class Backend(ABC):
     @abstractmethod
     def job_log(self, sweep_dir: Path, job_id: str) -> Path:
         """The job's own stderr: where a job that died before its point started says why."""
+
+    def job_resources(self, job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
+        """For `hpml resume --grow`: per point, the memory and time its last job (job_ids[point]) had and the most
+        the cluster gives. A backend whose points run without such limits refuses --grow in one line."""
+        raise LaunchError(f"hpml resume --grow: points of cluster={self.kind.value} run without a memory or time "
+                          "limit to grow; use `hpml resume` (or change resources.*)")
 
     @abstractmethod
     def runners(self, manifest: Dict) -> List[Dict]:

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
-from hpml.launcher import slurm
+from hpml.launcher import slurm, slurm_job_resources
 from hpml.launcher.backends.base import Backend, JobStates
 from hpml.launcher.errors import LaunchError
+from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.scheduler_state import scheduler_states
@@ -38,6 +39,9 @@ class SlurmBackend(Backend):
     def job_log(self, sweep_dir: Path, job_id: str) -> Path:
         # the sbatch script's own stderr (its cluster.setup lines) and the first task's: one file
         return slurm.jobs_folder(sweep_dir).parent / job_id / f"{job_id}_0_log.err"
+
+    def job_resources(self, job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
+        return slurm_job_resources.job_resources(job_ids, specs)
 
     def runners(self, manifest: Dict) -> List[Dict]:
         return []  # a SLURM point's runner is its job, which the scheduler answers for
