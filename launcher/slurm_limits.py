@@ -2,8 +2,8 @@
 
 The limits are the association's (MaxSubmitJobs of the user's association, GrpSubmitJobs of the account's) and
 the QOS's (MaxSubmitJobsPerUser, MaxSubmitJobsPerAccount, GrpSubmitJobs), from `sacctmgr show assoc|qos`. SLURM
-counts each task of a job array as one job against these limits (slurm.conf(5) MaxArraySize and
-resource_limits.html: "a job array counts as one job per task"), and so does this module: one array task per
+counts each task of a job array as one job against these limits (SLURM's job_array.html; NCSA's job-arrays page:
+"each job within a job array is counted as one batch job"), and so does this module: one array task per
 cluster.points_per_job points. The jobs already counted come from one `squeue -r` (array tasks one per line).
 
 The parsers take sacctmgr's and squeue's text and return values (tested on literal inputs); only `submit_room`
