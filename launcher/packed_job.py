@@ -4,7 +4,8 @@ result.json and logs/, and `hpml resume` reruns exactly the ones that did not co
 
 A point that fails does not stop the ones after it; the job still exits non-zero when one failed, so the
 scheduler does not call it COMPLETED (cf. hydra#1928). A stop signal (scancel, Ctrl-C) ends the whole job: the
-point it hit records "interrupted" and the rest are left as they are (not started). After a requeue (time limit,
+point it hit records "interrupted" and the rest are left as they are (not started), as at the job's time limit
+with no requeue left. After a requeue (time limit,
 preemption) the job starts again and skips the points whose state.json already says completed.
 """
 
@@ -48,8 +49,8 @@ class PackedJob:
                 PointJob(spec)()
             except Exception as error:  # the point recorded why in its state.json; the next one runs
                 failed.append(f"{spec.point} ({type(error).__name__})")
-                if recorded_state(spec) == INTERRUPTED:  # stopped from outside: the whole job stops
-                    break
+                if recorded_state(spec) in (INTERRUPTED, "timeout"):  # stopped from outside, or the job's time is
+                    break  # up: the rest cannot run in this job
         if failed:
             raise PointFailed(f"{len(failed)} of {len(self.specs)} point(s) of this job did not complete: "
                               f"{', '.join(failed)}")

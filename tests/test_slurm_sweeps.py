@@ -70,12 +70,15 @@ def test_a_qos_submit_limit_holds_points_back_until_resume(hpml, tmp_path, tight
 
 
 def test_grow_doubles_the_time_of_a_point_that_reached_its_time_limit(hpml, tmp_path):
-    # 1 minute is the shortest limit sbatch takes; the probe measures for longer; no requeue: it times out
-    done = hpml("launch", *PROBE, "resources.time_min=1", "cluster.max_requeues=0", "workload.measure_s=100")
+    # 1 minute is the shortest limit sbatch takes; the probe's 100,000 rounds take longer; no requeue: it times out
+    done = hpml("launch", *PROBE, "resources.time_min=1", "cluster.max_requeues=0", "workload.reps=100000",
+                "workload.matmul_n=256")
     sweep = sweep_dir_of(tmp_path)
-    assert done.returncode == 1 and "timeout" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 1 and "0      timeout" in done.stdout, done.stdout + done.stderr
     first = manifest_of(sweep)["points"][0]["job_id"]
-    assert sacct_state(first) == "TIMEOUT"
+    # submitit answers the time-limit warning, with no requeue left, by ending the job: SLURM says FAILED, the
+    # point's own state.json says timeout (launcher/point_job.out_of_requeues), and status keeps the exact word
+    assert sacct_state(first) == "FAILED"
     grown = hpml("resume", "--grow", "--no-wait", str(sweep))
     try:
         assert grown.returncode == 0, grown.stdout + grown.stderr
