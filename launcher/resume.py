@@ -2,12 +2,15 @@
 preflight as `hpml launch` (launcher/preflight.sweep_problems) on the points it would queue.
 
 Completed points and their results are never touched, and points still pending or running are left alone.
-A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/); its epoch checkpoint stays, so the
-rerun continues from it.
+A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/, with its config.yaml and attempt.json: job id,
+end, resources); its epoch checkpoint stays, so the rerun continues from it. With --grow, a point that ran out of
+memory or time gets twice as much in its config.yaml first (launcher/grow.py; the cluster's side:
+Backend.job_resources), or is left out with one line when cluster.max_attempts or its partition stops it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -167,6 +170,7 @@ def prepare_rerun(sweep_dir: Path, entry: Dict, state: Optional[PointState] = No
         entry.setdefault("previous_job_ids", []).append(entry["job_id"])
     if grown is not None and grown.key:
         text = yaml.dump(config_values(sweep_dir, entry["point"], grown), Dumper=yaml.CSafeDumper, sort_keys=False)
-        (folder / CONFIG_FILE).write_text(text)
+        (folder / f"{CONFIG_FILE}.tmp").write_text(text)
+        os.replace(folder / f"{CONFIG_FILE}.tmp", folder / CONFIG_FILE)  # whole or not at all: workers read it
     entry["job_id"] = None
     return jobspec_of(point_config(sweep_dir, entry["point"]), entry["point"], str(folder), entry["overrides"])

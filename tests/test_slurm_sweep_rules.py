@@ -130,3 +130,13 @@ def test_packing_is_refused_where_it_cannot_work(hpml):
     assert nodes.returncode == 2 and nodes.stderr.strip() == (
         "hpml: error: cluster.points_per_job=2 is not allowed: 1 for a point of resources.nodes=2 (only 1-node points "
         "share a job)"), nodes.stderr
+
+
+def test_a_job_out_of_requeues_is_a_timeout_of_its_point():
+    from submitit.core.utils import UncompletedJobError
+
+    from hpml.launcher.point_job import out_of_requeues
+
+    assert out_of_requeues(UncompletedJobError("Job not requeued because: timed-out too many times."))
+    assert not out_of_requeues(UncompletedJobError("Job not requeued because: preempted and not checkpointable."))
+    assert not out_of_requeues(RuntimeError("timed-out"))
