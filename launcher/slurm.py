@@ -193,5 +193,8 @@ def keep_sbatch_scripts(submitted: Sequence[Submitted]) -> None:
     """Copies each array's exact sbatch script into its points' folders (provenance)."""
     for item in submitted:
         script = item.job.paths.submission_file
+        if not script.exists():  # an array task's: submitit keeps the array's one script under the array's id
+            array = item.job.job_id.split("_")[0]
+            script = script.parent.parent / array / f"{array}_submission.sh"
         if script.exists():
             shutil.copyfile(script, Path(item.spec.point_dir) / "sbatch.sh")

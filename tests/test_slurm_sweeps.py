@@ -35,7 +35,7 @@ def test_array_parallelism_is_the_arrays_own_throttle(hpml, tmp_path):
     sweep = sweep_dir_of(tmp_path)
     try:
         (array,) = [s["job_id"] for s in manifest_of(sweep)["submissions"]]
-        assert "#SBATCH --array=0-2%1" in (sweep / "jobs" / array / f"{array}_submission.sh").read_text()
+        assert "#SBATCH --array=0-2%1" in (sweep / "points" / "2" / "sbatch.sh").read_text()  # each point has it
         assert "ArrayTaskThrottle=1" in scontrol_job(array), scontrol_job(array)  # SLURM itself holds the rest
     finally:
         cancel(sweep)
