@@ -15,7 +15,7 @@ from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.scheduler_state import scheduler_states
-from hpml.launcher.slurm_limits import submit_room
+from hpml.launcher.slurm_limits import Limit, submit_room
 from hpml.launcher.slurm_preflight import preflight as slurm_preflight
 
 
@@ -84,7 +84,7 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
         print(held_back_line(held, limit, sweep_dir))
 
 
-def held_back_line(held: Sequence[int], limit, sweep_dir: Path) -> str:
+def held_back_line(held: Sequence[int], limit: Limit, sweep_dir: Path) -> str:
     """The one line that says which limit kept points back, and what to do."""
     return (f"hpml: {len(held)} point(s) not submitted: {limit.describe()}; run `hpml resume {sweep_dir}` "
             "later (as jobs leave the queue)")

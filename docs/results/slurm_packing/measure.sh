@@ -19,7 +19,7 @@ end=$(date +%s.%N)
 python - "$WORK" "$N" "$K" "$start" "$end" <<'PY'
 import json, pathlib, sys
 work, n, k, start, end = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-(manifest,) = pathlib.Path(work).glob("sweeps/*/manifest.json")
+(manifest,) = [m for m in pathlib.Path(work).glob("sweeps/*/manifest.json") if m.parent.name != "latest"]
 points = json.loads(manifest.read_text())["points"]
 jobs = {p["job_id"] for p in points}
 done = sum((manifest.parent / "points" / str(p["point"]) / "result.json").exists() for p in points)
