@@ -222,6 +222,8 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
         if files.state == "running" and files.result_ok and (state in STOPPED_FROM_OUTSIDE + ("lost",)
                                                                or reason == ENDED_RUNNING):
             state, reason = "completed", None  # stopped after its ok result was written whole: the work is done
+        if state == "not_submitted" and isinstance(entry.get("held_back"), str):
+            reason = f"held back by {entry['held_back']}; `hpml resume` submits it"
         if state in FINISHED and state != "completed" and not reason and job_id:
             reason = job_log_reason(backend.job_log(sweep_dir, job_id))
         states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,

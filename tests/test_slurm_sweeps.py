@@ -63,6 +63,8 @@ def test_a_qos_submit_limit_holds_points_back_until_resume(hpml, tmp_path, tight
     assert [bool(p["job_id"]) for p in points] == [True, True, False]
     status = hpml("status", str(sweep)).stdout
     assert "2      not_submitted" in status, status
+    assert (f"reason: held back by QOS {tight_qos} MaxSubmitJobsPerUser=2 (0 of yours already queued); `hpml resume` "
+            "submits it") in status, status
     again = hpml("resume", str(sweep))  # the two jobs have left the queue: the third fits now
     assert again.returncode == 0, again.stdout + again.stderr
     assert "hpml: resuming 1 of 3 point(s) of tiny_probe: 2" in again.stdout

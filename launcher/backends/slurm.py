@@ -61,6 +61,7 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
         for item in array:
             entry = manifest["points"][item.spec.point]
             entry["job_id"], entry["array"] = item.job.job_id, item.array
+            entry.pop("held_back", None)
         new.append({"job_id": array[0].job.job_id.split("_")[0], "shape": array[0].spec.shape.describe(),
                     "points": [item.spec.point for item in array]})
         submissions.append(new[-1])
@@ -81,6 +82,9 @@ def submit_to_slurm(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], m
     ids = ", ".join(f"{a['job_id']} ({len(a['points'])} point(s))" for a in new)
     print(f"hpml: submitted job array(s) {ids or '(none)'}")
     if held:
+        for point in held:  # `hpml status` shows it as the point's reason
+            manifest["points"][point]["held_back"] = limit.describe()
+        write_manifest(sweep_dir, manifest)
         print(held_back_line(held, limit, sweep_dir))
 
 
