@@ -76,6 +76,10 @@ MAX_REQUEUES = 100  # a point requeued more often than this is not making progre
 # SLURM reads the array's %N as a 32-bit number and refuses a larger one only at sbatch time
 MAX_PARALLEL = 10_000
 MAX_SEED = 2 ** 32 - 1  # sweep.seed
+# cluster.points_per_job: a job of more points than this runs for hours of queue-free time on one allocation, and a
+# failure of its node loses them all; 1,000 is already far past the point where packing pays (docs/decisions.md)
+MAX_POINTS_PER_JOB = 1000
+MAX_ATTEMPTS = 10  # cluster.max_attempts: doubling 10 times is 1024 x the first request, past any partition
 
 
 class ClusterKind(str, Enum):
@@ -137,6 +141,13 @@ class ClusterConfig:
     report_partition: Optional[str] = None
     report_time_min: int = 5
     report_mem_gb: int = 2
+    # SLURM: array tasks of one job array running at once (sbatch --array=0-99%N); null: cluster.max_parallel
+    array_parallelism: Optional[int] = None
+    # SLURM: sweep points run one after another inside one array task (one allocation), for many short points
+    points_per_job: int = 1
+    # SLURM: `hpml resume --grow` resubmits a point that ran out of memory or time until it has had this many
+    # attempts (the first run included)
+    max_attempts: int = 3
 
     def __post_init__(self) -> None:
         # Values end up in the sbatch script: #SBATCH lines (quoted by submitit) and the srun line. A line
@@ -155,6 +166,17 @@ class ClusterConfig:
                 f"null (count this machine's GPUs) or an integer from 0 to {MAX_GPUS_PER_NODE}", self.assume_gpus)
         require(0 <= self.max_requeues <= MAX_REQUEUES, "cluster.max_requeues",
                 f"an integer from 0 to {MAX_REQUEUES} (requeues of a point at its time limit)", self.max_requeues)
+        require(self.array_parallelism is None or 1 <= self.array_parallelism <= MAX_PARALLEL,
+                "cluster.array_parallelism", f"null (use cluster.max_parallel) or an integer from 1 to {MAX_PARALLEL:,} "
+                "(array tasks running at once)", self.array_parallelism)
+        require(1 <= self.points_per_job <= MAX_POINTS_PER_JOB, "cluster.points_per_job",
+                f"an integer from 1 to {MAX_POINTS_PER_JOB:,} (sweep points run one after another in one job)",
+                self.points_per_job)
+        require(self.points_per_job == 1 or self.kind == ClusterKind.slurm, "cluster.points_per_job",
+                "1 on cluster=local (its points run in turn already); more only on cluster=slurm", self.points_per_job)
+        require(1 <= self.max_attempts <= MAX_ATTEMPTS, "cluster.max_attempts",
+                f"an integer from 1 to {MAX_ATTEMPTS} (runs of a point, the first included, for `hpml resume --grow`)",
+                self.max_attempts)
         low, high = POLL_S
         require(low <= self.poll_s <= high, "cluster.poll_s", f"a number from {low:g} to {high:g} (seconds)",
                 self.poll_s)
@@ -201,6 +223,10 @@ class HpmlConfig:
     workload: Any = MISSING
 
     def __post_init__(self) -> None:
+        # the points of one packed job share its allocation's rendezvous (job id, port): one node each, in turn
+        require(self.cluster.points_per_job == 1 or self.resources.nodes == 1, "cluster.points_per_job",
+                f"1 for a point of resources.nodes={self.resources.nodes} (only 1-node points share a job)",
+                self.cluster.points_per_job)
         self.workload.check_resources(self.resources)
         on_this_host = RUNS_ON_THIS_HOST[self.cluster.kind] and self.cluster.assume_gpus is None
         self.workload.place(Placement(self.resources, on_this_host))

@@ -25,6 +25,7 @@ RESULT_FILE = "result.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 LOGS_DIR = "logs"
 ATTEMPTS_DIR = "attempts"
+ATTEMPT_RECORD = "attempt.json"  # in attempts/<k>/: its job id, how it ended, the resources it had
 JOBS_DIR = "jobs"
 SLURM_ENERGY_FILE = "slurm_energy.json"
 # Its keys: the job, sacct's ConsumedEnergyRaw of the job's own line in joules (null where sacct gave it empty or 0:

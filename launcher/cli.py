@@ -77,8 +77,10 @@ def _resume(argv: List[str]) -> int:
     parser = OneLineParser(prog="hpml resume")
     parser.add_argument("sweep_dir", type=Path)
     parser.add_argument("--no-wait", action="store_true", help="return right after submitting (SLURM)")
+    parser.add_argument("--grow", action="store_true",
+                        help="rerun points that ran out of memory or time with twice as much (SLURM)")
     args = parser.parse_args(argv)
-    return resume(args.sweep_dir, wait=not args.no_wait)
+    return resume(args.sweep_dir, wait=not args.no_wait, grow=args.grow)
 
 
 def _report(argv: List[str]) -> int:
@@ -121,6 +123,7 @@ VERBS: Dict[str, Verb] = {
 """, _status),
     "resume": Verb("""\
   resume DIR [--no-wait]  resubmit the points that failed, were cancelled or never ran
+         [--grow]         those that ran out of memory or time: with twice as much (SLURM)
 """, _resume),
     "report": Verb("""\
   report DIR [--out D]    scaling tables (Markdown, CSV) from every result.json under DIR

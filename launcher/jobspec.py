@@ -28,6 +28,7 @@ class ResourceShape:
     sbatch_extra: Tuple[Tuple[str, str], ...] = ()
     setup: Tuple[str, ...] = ()
     srun_args: Tuple[str, ...] = ()
+    points_per_job: int = 1  # sweep points run in turn by one array task (cluster.points_per_job)
 
     @property
     def world_size(self) -> int:
@@ -38,9 +39,15 @@ class ResourceShape:
         """One task per node runs torchrun, so a task needs the CPUs of all its workers."""
         return self.workers_per_node * self.cpus_per_worker
 
+    @property
+    def job_time_min(self) -> int:
+        """The job's time limit: resources.time_min is one point's, and a packed job runs its points in turn."""
+        return self.time_min * self.points_per_job
+
     def describe(self) -> str:
         gpus = f", {self.gpus_per_node} GPU/node" if self.gpus_per_node else ""
-        return f"{self.nodes} node(s) x {self.workers_per_node} worker(s){gpus}, {self.time_min} min"
+        packed = f", {self.points_per_job} points/job" if self.points_per_job > 1 else ""
+        return f"{self.nodes} node(s) x {self.workers_per_node} worker(s){gpus}, {self.time_min} min{packed}"
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ def shape_of(config: HpmlConfig) -> ResourceShape:
         sbatch_extra=tuple(sorted(cl.sbatch_extra.items())),
         setup=tuple(cl.setup),
         srun_args=tuple(cl.srun_args),
+        points_per_job=cl.points_per_job,
     )
 
 

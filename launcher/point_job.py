@@ -98,6 +98,13 @@ def requeue_under_way(error: BaseException) -> bool:
             and error.returncode in (-signal.SIGTERM, -signal.SIGKILL))
 
 
+def out_of_requeues(error: BaseException) -> bool:
+    """submitit's answer to the time-limit signal when no requeue is left (cluster.max_requeues): it raises
+    UncompletedJobError("Job not requeued because: timed-out too many times.") and the job ends FAILED. The point
+    ran out of time, which `hpml resume --grow` doubles: its state says timeout, not failed."""
+    return type(error).__name__ == "UncompletedJobError" and "timed-out" in str(error)
+
+
 class PointJob:
     """A picklable callable that submitit runs on each node of the point's allocation."""
 
@@ -140,8 +147,8 @@ class PointJob:
         except Exception as error:  # the job itself broke (not the workload): record why, then fail
             if job_identity()["node"] == 0 and not requeue_under_way(error):
                 write_json_atomic(Path(self.spec.point_dir) / STATE_FILE, {
-                    "state": "failed", "reason": reason_line(f"{type(error).__name__}: {error}"), "ended_at": utc_now(),
-                    **job_identity()})
+                    "state": "timeout" if out_of_requeues(error) else "failed",
+                    "reason": reason_line(f"{type(error).__name__}: {error}"), "ended_at": utc_now(), **job_identity()})
             raise
 
     def run(self) -> str:

@@ -45,7 +45,7 @@ class ProgressPrinter:
 
 
 def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float, poll_max_s: float) -> None:
-    """Returns once every point is finished (completed, failed, cancelled, lost, ...). Each look is one
+    """Returns once every submitted point is finished (completed, failed, cancelled, lost, ...). Each look is one
     current_states (SLURM: one squeue, and one sacct only for jobs that left the queue); the pause between looks
     backs off while the points' states stay as they were (PollBackoff)."""
     printer = ProgressPrinter(sweep_dir, name)
@@ -53,7 +53,7 @@ def wait_for_sweep(sweep_dir: Path, name: str, poll_s: float, poll_max_s: float)
     while True:
         states = current_states(sweep_dir)
         printer.show(states)
-        if all(s.state in FINISHED for s in states):
+        if all(s.state in FINISHED + ("not_submitted",) for s in states):  # held back by a submit limit
             return
         now = [(s.state, s.job_id) for s in states]
         # the first look counts as a change: the pause starts at poll_s

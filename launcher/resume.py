@@ -2,39 +2,54 @@
 preflight as `hpml launch` (launcher/preflight.sweep_problems) on the points it would queue.
 
 Completed points and their results are never touched, and points still pending or running are left alone.
-A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/); its epoch checkpoint stays, so the
-rerun continues from it.
+A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/, with its config.yaml and attempt.json: job id,
+end, resources); its epoch checkpoint stays, so the rerun continues from it. With --grow, a point that ran out of
+memory or time gets twice as much in its config.yaml first (launcher/grow.py; the cluster's side:
+Backend.job_resources), or is left out with one line when cluster.max_attempts or its partition stops it.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 import yaml
 
 from hpml.conf.schema import HpmlConfig, config_from_dict
-from hpml.contract.sweep_layout import ATTEMPTS_DIR, CONFIG_FILE, LOGS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from hpml.contract.jsonio import write_json_atomic
+from hpml.contract.sweep_layout import (
+    ATTEMPT_RECORD,
+    ATTEMPTS_DIR,
+    CONFIG_FILE,
+    LOGS_DIR,
+    RESULT_FILE,
+    STATE_FILE,
+    point_dir,
+)
 from hpml.contract.telemetry_format import SIDECAR_GLOB
+from hpml.launcher.backends import backend_of_manifest
 from hpml.launcher.errors import LaunchError, one_line
+from hpml.launcher.grow import GROWS, Growth, JobResources, growth
 from hpml.launcher.jobspec import JobSpec, jobspec_of
 from hpml.launcher.manifest import read_manifest, write_manifest
 from hpml.launcher.preflight import sweep_problems
-from hpml.launcher.status import current_states
+from hpml.launcher.status import PointState, current_states
 from hpml.launcher.submission import run_points
 from hpml.launcher.sweep_lock import sweep_lock
 
 BUSY = ("pending", "running")
 
 
-def resume(sweep_dir: Path, wait: bool = True) -> int:
+def resume(sweep_dir: Path, wait: bool = True, grow: bool = False) -> int:
     sweep_dir = Path(sweep_dir).resolve()
     read_manifest(sweep_dir)  # not a sweep, or a damaged one: refused before a lock file is made
     with sweep_lock(sweep_dir, "resume"):  # states read, files moved and points run by this resume alone
-        return _resume(sweep_dir, wait)
+        return _resume(sweep_dir, wait, grow)
 
 
-def _resume(sweep_dir: Path, wait: bool) -> int:
+def _resume(sweep_dir: Path, wait: bool, grow: bool = False) -> int:
     manifest = read_manifest(sweep_dir)
     states = current_states(sweep_dir)
     rerun = [s for s in states if s.state not in ("completed", *BUSY)]
@@ -46,14 +61,20 @@ def _resume(sweep_dir: Path, wait: bool) -> int:
     if problems:  # before any file is moved: a resume that stops half-way would leave attempts half-moved
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise LaunchError(f"cannot resume {sweep_dir}: {problems[0]}{more}; nothing was moved or submitted")
-    configs = [point_config(sweep_dir, s.point) for s in rerun]
+    grown: Dict[int, Growth] = {}
+    if grow:  # before the preflight, which then checks the grown resources
+        rerun, grown = grow_points(sweep_dir, manifest, rerun)
+        if not rerun:
+            print(f"hpml: nothing to resume in {sweep_dir} with --grow")
+            return 1
+    configs = [point_config(sweep_dir, s.point, grown.get(s.point)) for s in rerun]
     problems = sweep_problems(configs, [jobspec_of(config, s.point, str(point_dir(sweep_dir, s.point)),
                                                    manifest["points"][s.point]["overrides"])
                                         for config, s in zip(configs, rerun)])
     if problems:  # launch's own checks, on today's machine and files: the data may be gone since the launch
         raise LaunchError("\n".join(f"cannot resume {sweep_dir}: {problem}; nothing was moved or submitted"
                                      for problem in problems))
-    specs = [prepare_rerun(sweep_dir, manifest["points"][s.point]) for s in rerun]
+    specs = [prepare_rerun(sweep_dir, manifest["points"][s.point], s, grown.get(s.point)) for s in rerun]
     settings = configs[0]
     settings.sweep.wait = wait
     write_manifest(sweep_dir, manifest)
@@ -92,14 +113,45 @@ def rerun_problems(sweep_dir: Path, entry: Dict) -> List[str]:
     return problems
 
 
-def point_config(sweep_dir: Path, point: int) -> HpmlConfig:
-    """The point's config as launched (rerun_problems has checked that it reads)."""
-    return config_from_dict(yaml.safe_load((point_dir(sweep_dir, point) / CONFIG_FILE).read_text()))
+def point_config(sweep_dir: Path, point: int, grown: Optional[Growth] = None) -> HpmlConfig:
+    """The point's config as launched (rerun_problems has checked that it reads), with its grown resource."""
+    return config_from_dict(config_values(sweep_dir, point, grown))
 
 
-def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
-    """Moves the last attempt's files aside (points/<n>/attempts/<k>/) and rebuilds the point's JobSpec
-    from its config.yaml. The epoch checkpoint stays, so the rerun resumes from it."""
+def config_values(sweep_dir: Path, point: int, grown: Optional[Growth] = None) -> Dict:
+    values = yaml.safe_load((point_dir(sweep_dir, point) / CONFIG_FILE).read_text())
+    if grown is not None and grown.key:
+        values["resources"][grown.key.split(".")[-1]] = grown.new
+    return values
+
+
+def grow_points(sweep_dir: Path, manifest: Dict, rerun: List[PointState]) -> Tuple[List[PointState],
+                                                                                  Dict[int, Growth]]:
+    """--grow: the points to rerun (those stopped by cluster.max_attempts or the partition's limits left out, one
+    line each) and the growth of each point that ran out of memory or time (launcher/grow.py)."""
+    configs = {s.point: point_config(sweep_dir, s.point) for s in rerun}
+    specs = [jobspec_of(configs[s.point], s.point, str(point_dir(sweep_dir, s.point)),
+                        manifest["points"][s.point]["overrides"]) for s in rerun if s.state in GROWS]
+    had = backend_of_manifest(manifest).job_resources({s.point: s.job_id for s in rerun}, specs) if specs else {}
+    kept, grown = [], {}
+    for s in rerun:
+        config, entry = configs[s.point], manifest["points"][s.point]
+        change = growth(s.point, s.state, config.resources.mem_gb, config.resources.time_min,
+                        config.resources.gpus_per_node, len(entry.get("previous_job_ids", [])) + 1,
+                        config.cluster.max_attempts, had.get(s.point, JobResources(None, None, None, None)))
+        if change.key or change.stop:
+            print(change.describe())
+        if not change.stop:
+            kept.append(s)
+            grown[s.point] = change
+    return kept, grown
+
+
+def prepare_rerun(sweep_dir: Path, entry: Dict, state: Optional[PointState] = None,
+                  grown: Optional[Growth] = None) -> JobSpec:
+    """Moves the last attempt's files aside (points/<n>/attempts/<k>/, with a copy of its config.yaml and a record
+    of the resources and end it had), writes the grown resource into config.yaml, and rebuilds the point's JobSpec
+    from it. The epoch checkpoint stays, so the rerun resumes from it."""
     folder = point_dir(sweep_dir, entry["point"])
     attempt = folder / ATTEMPTS_DIR / str(len(entry.get("previous_job_ids", [])))
     # telemetry sidecars belong to the attempt whose result.json names them (contract/telemetry_format.py)
@@ -109,6 +161,16 @@ def prepare_rerun(sweep_dir: Path, entry: Dict) -> JobSpec:
             attempt.mkdir(parents=True, exist_ok=True)
             (folder / name).rename(attempt / name)
     if entry.get("job_id"):
+        values = config_values(sweep_dir, entry["point"])
+        attempt.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / CONFIG_FILE, attempt / CONFIG_FILE)
+        write_json_atomic(attempt / ATTEMPT_RECORD, {
+            "job_id": entry["job_id"], "state": state.state if state else None,
+            "reason": state.reason if state else None, "resources": values["resources"]})
         entry.setdefault("previous_job_ids", []).append(entry["job_id"])
+    if grown is not None and grown.key:
+        text = yaml.dump(config_values(sweep_dir, entry["point"], grown), Dumper=yaml.CSafeDumper, sort_keys=False)
+        (folder / f"{CONFIG_FILE}.tmp").write_text(text)
+        os.replace(folder / f"{CONFIG_FILE}.tmp", folder / CONFIG_FILE)  # whole or not at all: workers read it
     entry["job_id"] = None
     return jobspec_of(point_config(sweep_dir, entry["point"]), entry["point"], str(folder), entry["overrides"])

@@ -15,12 +15,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import submitit
 
 from hpml.contract.sweep_layout import JOBS_DIR
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
+from hpml.launcher.packed_job import PackedJob
 from hpml.launcher.point_job import PointJob
 from hpml.launcher.slurm_requests import gpu_request
 
@@ -85,7 +86,7 @@ def executor_parameters(shape: ResourceShape, max_parallel: int) -> Dict:
         nodes=shape.nodes,
         ntasks_per_node=1,  # one task per node runs torchrun, which starts the workers
         cpus_per_task=shape.cpus_per_task,
-        time=shape.time_min,
+        time=shape.job_time_min,
         signal_delay_s=SIGNAL_DELAY_S,
         setup=guarded_setup(shape.setup),
         srun_args=list(shape.srun_args),
@@ -144,31 +145,56 @@ def sbatch_reason(error: BaseException) -> str:
     return failed[-1].split("submission failed:", 1)[-1].replace("sbatch: error:", "").strip()
 
 
+def job_units(specs: Sequence[JobSpec]) -> List[Tuple[ResourceShape, List[List[JobSpec]]]]:
+    """Per resource shape, its array tasks: each the points one task runs (cluster.points_per_job of them)."""
+    return [(shape, chunks(group, shape.points_per_job)) for shape, group in group_by_shape(specs)]
+
+
+def job_count(specs: Sequence[JobSpec]) -> int:
+    """How many jobs (array tasks) the points make: what SLURM's submit limits count."""
+    return sum(len(units) for _, units in job_units(specs))
+
+
+def task_of(unit: Sequence[JobSpec]):
+    """What one array task runs: the point, or the points in turn (launcher/packed_job.py)."""
+    return PointJob(unit[0]) if len(unit) == 1 and unit[0].shape.points_per_job == 1 else PackedJob(unit)
+
+
 def submit_arrays(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, array_limit: int,
-                  on_array: Callable[[List[Submitted]], None], max_requeues: int = MAX_REQUEUES_ON_TIMEOUT) -> None:
-    """Submits every point, one array at a time; on_array(its points) right after each sbatch, so what was
-    queued is on record even when a later sbatch is refused (SbatchRefused). Nothing waits for the jobs."""
-    array_number, queued = 0, set()
-    for shape, group in group_by_shape(specs):
-        for part in chunks(group, array_limit):
+                  on_array: Callable[[List[Submitted]], None], max_requeues: int = MAX_REQUEUES_ON_TIMEOUT,
+                  max_jobs: Optional[int] = None) -> List[int]:
+    """Submits the points, one array at a time, at most `max_jobs` array tasks (None: all); on_array(its points)
+    right after each sbatch, so what was queued is on record even when a later sbatch is refused (SbatchRefused).
+    Nothing waits for the jobs. Returns the points held back by max_jobs, not submitted."""
+    array_number, queued, room = 0, set(), max_jobs
+    for shape, units in job_units(specs):
+        for part in chunks(units, array_limit):
+            part = part if room is None else part[:room]
+            if not part:
+                break
             executor = submitit.SlurmExecutor(folder=str(jobs_folder(sweep_dir)),
                                               max_num_timeout=max_requeues)
             executor.update_parameters(**executor_parameters(shape, max_parallel))
             try:  # submitit prints sbatch's stderr when sbatch fails; the error carries it, said once
                 with outside_of_any_job(), contextlib.redirect_stderr(io.StringIO()):
                     with executor.batch():
-                        jobs = [executor.submit(PointJob(spec)) for spec in part]
+                        jobs = [executor.submit(task_of(unit)) for unit in part]
             except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as error:
                 raise SbatchRefused([s.point for s in specs if s.point not in queued],
                                     sbatch_reason(error)) from error
-            on_array([Submitted(spec, job, array_number) for spec, job in zip(part, jobs)])
-            queued.update(spec.point for spec in part)
+            on_array([Submitted(spec, job, array_number) for unit, job in zip(part, jobs) for spec in unit])
+            queued.update(spec.point for unit in part for spec in unit)
             array_number += 1
+            room = None if room is None else room - len(part)
+    return [s.point for s in sorted(specs, key=lambda s: s.point) if s.point not in queued]
 
 
 def keep_sbatch_scripts(submitted: Sequence[Submitted]) -> None:
     """Copies each array's exact sbatch script into its points' folders (provenance)."""
     for item in submitted:
         script = item.job.paths.submission_file
+        if not script.exists():  # an array task's: submitit keeps the array's one script under the array's id
+            array = item.job.job_id.split("_")[0]
+            script = script.parent.parent / array / f"{array}_submission.sh"
         if script.exists():
             shutil.copyfile(script, Path(item.spec.point_dir) / "sbatch.sh")

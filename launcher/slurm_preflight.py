@@ -173,8 +173,9 @@ def shape_problems(shape: ResourceShape, partitions: List[Dict[str, str]],
             wanted = " and ".join(what for _, _, what in requirements)
             problems.append(f"resources: only {len(fitting)} node(s) of partition {name} have {wanted}")
     max_time = time_limit_minutes(partition.get("MaxTime", "UNLIMITED"))
-    if max_time is not None and shape.time_min > max_time:
-        problems.append(f"resources.time_min={shape.time_min}: partition {name} allows at most "
+    if max_time is not None and shape.job_time_min > max_time:
+        packed = f" x cluster.points_per_job={shape.points_per_job}" if shape.points_per_job > 1 else ""
+        problems.append(f"resources.time_min={shape.time_min}{packed}: partition {name} allows at most "
                         f"{max_time:g} minutes (MaxTime)")
     return problems
 

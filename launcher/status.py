@@ -36,6 +36,9 @@ STOPPED_FROM_OUTSIDE = ("interrupted", "cancelled", "timeout")
 # A point is finished when its state is one of these; resume reruns the ones not "completed".
 FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory", "node_fail", "lost",
             "interrupted")
+# Ends a point's own files name more exactly than the scheduler's FAILED of its job: `hpml resume --grow` grows
+# the memory of a point whose worker ran out of it (a job that fails says only FAILED).
+OWN_ENDS = ("oom", "timeout")
 # What a state.json may say: a finished state, or one that proves nothing final yet.
 KNOWN_STATES = FINISHED + ("running", "requeued", "pending")
 
@@ -181,7 +184,7 @@ def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job
     if files is not None and files[0] == "completed":
         return files
     sched = scheduler["state"] if scheduler else None
-    if sched in FINISHED and sched != "completed":
+    if sched in FINISHED and sched != "completed" and not (sched == "failed" and files and files[0] in OWN_ENDS):
         return sched, files[1] if files else None
     if files is not None and files[0] == "running":
         if runner_alive is not None:
@@ -220,6 +223,8 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
         if files.state == "running" and files.result_ok and (state in STOPPED_FROM_OUTSIDE + ("lost",)
                                                                or reason == ENDED_RUNNING):
             state, reason = "completed", None  # stopped after its ok result was written whole: the work is done
+        if state == "not_submitted" and isinstance(entry.get("held_back"), str):
+            reason = f"held back by {entry['held_back']}; `hpml resume` submits it"
         if state in FINISHED and state != "completed" and not reason and job_id:
             reason = job_log_reason(backend.job_log(sweep_dir, job_id))
         states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,

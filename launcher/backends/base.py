@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
+from hpml.launcher.errors import LaunchError
+from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 
 # {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/scheduler_state.py
@@ -50,6 +52,12 @@ class Backend(ABC):
         """Queues `hpml report` to run by itself once every job of the sweep has ended, for a sweep nobody waits
         for (sweep.wait=false), recording it in the manifest. A backend whose submit() runs the points itself
         needs none: the launch that ran them is there at the end."""
+
+    def job_resources(self, job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
+        """For `hpml resume --grow`: per point, the memory and time its last job (job_ids[point]) had and the most
+        the cluster gives. A backend whose points run without such limits refuses --grow in one line."""
+        raise LaunchError(f"hpml resume --grow: points of cluster={self.kind.value} run without a memory or time "
+                          "limit to grow; use `hpml resume` (or change resources.*)")
 
     @abstractmethod
     def runners(self, manifest: Dict) -> List[Dict]:
