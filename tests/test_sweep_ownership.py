@@ -120,8 +120,10 @@ def test_two_resumes_at_once_never_run_a_point_twice(sweep, tmp_path):
     assert first.returncode == 0, out + err
     assert "resuming 2 of 2 point(s)" in out
     assert [s.state for s in current_states(sweep)] == ["completed", "completed"]
-    for point in (0, 1):  # each point ran once: one run in its logs, no attempt moved aside
-        assert not (sweep / f"points/{point}/attempts").exists()
+    for point in (0, 1):  # each point ran once: one run in its logs, one rerun recorded (issue 35: attempts/<k>/)
+        attempts = sweep / f"points/{point}/attempts"
+        assert sorted(p.name for p in attempts.iterdir()) == ["0"]  # the launch's job; a second rerun would add 1
+        assert not (attempts / "0" / "result.json").exists()  # its files were deleted above: nothing moved aside
         log = (sweep / f"points/{point}/logs/torchrun.node0.out").read_text()
         assert log.count("$ ") == 1, log
     assert (sweep / LOCK_FILE).is_file()
