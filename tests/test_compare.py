@@ -76,6 +76,15 @@ def test_the_match_leaves_out_where_and_how_often_a_point_ran():
     assert match_items(config, by=["sweep.seed"])["sweep.seed"] == 3
 
 
+def test_the_price_is_no_part_of_the_work():
+    """An H100 sweep priced at $3/h and an H200 sweep at $4/h (or one from before the pricing group, whose config
+    has no price at all) measure the same work: comparing their cost to target is the question."""
+    priced = {"resources": {"gpus_per_node": 1}, "workload": {"lr": 0.1, "price_name": "h200_cloud",
+                                                              "gpu_hour_usd": 4.0}}
+    older = {"resources": {"gpus_per_node": 1}, "workload": {"lr": 0.1}}
+    assert match_items(priced) == match_items(older) == {"resources.gpus_per_node": 1, "workload.lr": 0.1}
+
+
 # --- the verb on real sweeps -----------------------------------------------------------------------------------
 
 SMALL = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.epochs=3", "sweep.repeat=0,1,2"]

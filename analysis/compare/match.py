@@ -3,7 +3,8 @@
 A result's match key is its resolved config, flattened, without what says where or how often it ran rather than
 what it measured: sweep.* (names, folders, repeat, seed), cluster.* (where it was submitted), and paths
 (workload.data_root, workload.model_path; the same data under /scratch on one cluster and /home on another is the
-same work). Everything else, resources.* included (1 GPU is compared with 1 GPU), is part of it. --ignore KEY drops
+same work), and the price (workload.price_name, workload.gpu_hour_usd: what an hour costs is no part of the work, and
+comparing the cost to target at two prices is a question compare answers). Everything else, resources.* included (1 GPU is compared with 1 GPU), is part of it. --ignore KEY drops
 more keys (e.g. a setting the candidate changed on purpose), --by KEY keeps one that is otherwise dropped (e.g.
 sweep.seed, to pair seeds).
 
@@ -18,7 +19,8 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 from hpml.analysis.configuration import NOT_CONFIGURATION_KEYS, flatten
 
 DROPPED_PREFIXES = ("sweep.", "cluster.")
-DROPPED_KEYS = (*NOT_CONFIGURATION_KEYS, "workload.model_path", "workload.name")
+DROPPED_KEYS = (*NOT_CONFIGURATION_KEYS, "workload.model_path", "workload.name", "workload.price_name",
+                "workload.gpu_hour_usd")
 
 
 _KEPT: Dict[Tuple[str, Tuple[str, ...], Tuple[str, ...]], bool] = {}  # (key, ignore, by) -> kept: keys repeat

@@ -1,7 +1,7 @@
 """The table of docs/results/tta_gpus/README.md: hpml's time and energy to target per GPU count (from the report's
 tta.csv and tta_energy.csv) beside the plain DDP loop's (plain-<n>.json of tools/plain_ddp_tta.py).
 
-    python docs/results/tta_gpus/summary.py docs/results/tta_gpus/h100x4 docs/results/tta_gpus/report
+    python docs/results/tta_gpus/summary.py docs/results/tta_gpus/h100x4 docs/results/tta_gpus/h100x4/report
 """
 
 import json
