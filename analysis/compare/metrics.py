@@ -1,6 +1,7 @@
 """Each study's headline numbers, one value per result (a repeat), recomputed from the raw arrays as the study's own
 report does, with the direction that is better. A workload without an entry here is listed by `hpml compare` as not
-compared, never dropped silently.
+compared, never dropped silently. The values of the studies that train nothing (quantize, paleo, probe, cuda_vecadd,
+dataloader) are analysis.compare.study_metrics', each through its study's own row builder.
 
 Time to accuracy is not a per-result number like the others: a run that did not converge has no time. It is
 compared as MLPerf scores it (analysis.compare.report: olympic means, a non-converged run the slowest) beside the
@@ -13,6 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from hpml.analysis.compare import study_metrics as study
 from hpml.contract.result_format import timed_values
 
 
@@ -168,6 +170,23 @@ HEADLINES: Dict[str, List[Metric]] = {
     "train": TRAIN,
     "synthetic": [Metric("images/s (all ranks)", "images/s", "higher", _synthetic_images_per_s), *ENERGY],
     "allreduce": [Metric("busbw at the largest size", "GB/s", "higher", _allreduce_busbw)],
+    "quantize": [Metric("integer-only top-1", "%", "higher", study.quantize_integer_top1),
+                 Metric("integer-only held-out pass (median)", "ms", "lower", study.quantize_integer_pass_ms),
+                 Metric("torch.ao int8 held-out pass (median)", "ms", "lower", study.quantize_torch_ao_pass_ms)],
+    "paleo": [Metric("forward (median)", "ms", "lower", study.paleo_forward_ms),
+              Metric("sum of the layer times (medians)", "ms", "lower", study.paleo_layer_sum_ms),
+              # a model's output, not a measurement: lower where the run's own matmul and copy peaks were higher
+              Metric("PALEO forward at the measured peaks", "ms", "lower", study.paleo_predicted_ms)],
+    "probe": [Metric("matmul bf16 (median)", "TFLOP/s", "higher", study.probe_matmul_bf16),
+              Metric("device copy (median)", "GB/s", "higher", study.probe_copy),
+              Metric("H2D pinned (median)", "GB/s", "higher", study.probe_h2d_pinned)],
+    "cuda_vecadd": [Metric("kernel bandwidth, many_blocks explicit, largest K", "GB/s", "higher",
+                           study.vecadd_kernel_GBps),
+                    Metric("whole program, many_blocks explicit, largest K (median)", "ms", "lower",
+                           study.vecadd_total_ms),
+                    Metric("CPU loop bandwidth, largest K", "GB/s", "higher", study.vecadd_cpu_GBps)],
+    "dataloader": [Metric("samples/s (timed epochs)", "samples/s", "higher", study.loader_samples_per_s),
+                   Metric("first batch (mean)", "ms", "lower", study.loader_first_batch_ms)],
 }
 
 

@@ -1,7 +1,8 @@
 """Schema-v1 result documents with chosen numbers, one factory per workload, for the analysis tests:
 
     tests.factories.train.train_result          tests.factories.synthetic.synthetic_result
-    tests.factories.allreduce.allreduce_result  write_result(root, doc), write_manifest(root, points)
+    tests.factories.allreduce.allreduce_result  tests.factories.dataloader.dataloader_result
+    tests.factories.quantize.quantize_result    write_result(root, doc), write_manifest(root, points)
 
 and GPU telemetry sidecars beside them (tests.factories.telemetry: sidecar_doc, write_sidecar, result_with).
 
