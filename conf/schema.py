@@ -33,6 +33,8 @@ from hpml.conf.workload import WORKLOAD_SCHEMAS
 from hpml.conf.workload_contract import Placement
 
 SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# A node feature's name, as a --constraint expression holds it (its operators & | , [ ] ( ) * are not part of it)
+FEATURE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 # sweep.name becomes part of a folder name under sweep.root: no path separator, no "..", no line break, and
 # short enough that the timestamped folder name stays under the file systems' 255-byte limit.
 SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,99}")
@@ -148,6 +150,9 @@ class ClusterConfig:
     # SLURM: `hpml resume --grow` resubmits a point that ran out of memory or time until it has had this many
     # attempts (the first run included)
     max_attempts: int = 3
+    # SLURM: node features ordered by GPU memory (e.g. [a100_40g, a100_80g, h200]); `hpml resume --grow` moves a
+    # point that ran out of CUDA memory one rung up (its cluster.constraint becomes the next feature)
+    gpu_ladder: List[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Values end up in the sbatch script: #SBATCH lines (quoted by submitit) and the srun line. A line
@@ -174,6 +179,11 @@ class ClusterConfig:
                 self.points_per_job)
         require(self.points_per_job == 1 or self.kind == ClusterKind.slurm, "cluster.points_per_job",
                 "1 on cluster=local (its points run in turn already); more only on cluster=slurm", self.points_per_job)
+        for rung in self.gpu_ladder:
+            require(isinstance(rung, str) and bool(FEATURE_NAME.fullmatch(rung)), "cluster.gpu_ladder",
+                    "a list of node feature names (letters, digits, '_', '-', '.'), ordered by GPU memory", rung)
+        require(len(set(self.gpu_ladder)) == len(self.gpu_ladder), "cluster.gpu_ladder",
+                "each feature once", self.gpu_ladder)
         require(1 <= self.max_attempts <= MAX_ATTEMPTS, "cluster.max_attempts",
                 f"an integer from 1 to {MAX_ATTEMPTS} (runs of a point, the first included, for `hpml resume --grow`)",
                 self.max_attempts)

@@ -113,11 +113,9 @@ SRUN_CONSEQUENCE = re.compile(r"^srun: (error: \S+: tasks? [\d,-]+: (Exited with
                               r"Terminating (StepId|job step)|Job step aborted)")
 
 
-def job_log_reason(log: Path) -> Optional[str]:
-    """Why a job died before its point could say so (an import error, a broken environment, a cluster.setup line
-    that failed): the last meaningful line of the job's own stderr (the backend knows where it is: Backend.job_log)
-    from its last 64 KiB, and only from a regular file: a log replaced by a FIFO or a link to /dev/zero is
-    skipped, never waited on."""
+def job_log_tail(log: Path) -> Optional[str]:
+    """The last 64 KiB of a job's own stderr, only from a regular file: a log replaced by a FIFO or a link to
+    /dev/zero is skipped, never waited on. None when it cannot be read."""
     try:
         fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
@@ -126,12 +124,33 @@ def job_log_reason(log: Path) -> Optional[str]:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         os.lseek(fd, max(0, os.fstat(fd).st_size - JOB_LOG_TAIL_BYTES), os.SEEK_SET)
-        text = os.read(fd, JOB_LOG_TAIL_BYTES).decode(errors="replace")
+        return os.read(fd, JOB_LOG_TAIL_BYTES).decode(errors="replace")
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def job_log_reason(log: Path) -> Optional[str]:
+    """Why a job died before its point could say so (an import error, a broken environment, a cluster.setup line
+    that failed): the last meaningful line of the job's own stderr (the backend knows where it is: Backend.job_log)."""
+    text = job_log_tail(log)
+    if text is None:
+        return None
     return last_meaningful_line("\n".join(line for line in text.splitlines() if not SRUN_CONSEQUENCE.match(line)))
+
+
+# slurmstepd's words when it kills a job over its --mem. Where cgroups enforce memory, SLURM says OUT_OF_MEMORY
+# itself (most clusters); where the accounting poll does (JobAcctGatherParams=OverMemoryKill), the job ends FAILED
+# or CANCELLED and only these lines say why; an older cgroup plugin logs the last one with a FAILED job.
+MEMORY_KILL = re.compile(r"^slurmstepd[^:]*: error: (Exceeded (job|step) memory limit|.*exceeded memory limit "
+                         r"\(\d+ > \d+\), being killed|Detected \d+ oom[-_]kill event)", re.M)
+
+
+def memory_limit_kill(log: Path) -> Optional[str]:
+    """slurmstepd's line saying it killed the job for its memory, from the job's stderr; None if there is none."""
+    found = MEMORY_KILL.search(job_log_tail(log) or "")
+    return found.group(0) if found else None
 
 
 def died_before_start(sweep_dir: Path, log: Path) -> str:

@@ -29,6 +29,7 @@ class ResourceShape:
     setup: Tuple[str, ...] = ()
     srun_args: Tuple[str, ...] = ()
     points_per_job: int = 1  # sweep points run in turn by one array task (cluster.points_per_job)
+    gpu_ladder: Tuple[str, ...] = ()  # node features by GPU memory (cluster.gpu_ladder): each must exist
 
     @property
     def world_size(self) -> int:
@@ -84,6 +85,7 @@ def shape_of(config: HpmlConfig) -> ResourceShape:
         setup=tuple(cl.setup),
         srun_args=tuple(cl.srun_args),
         points_per_job=cl.points_per_job,
+        gpu_ladder=tuple(cl.gpu_ladder),
     )
 
 

@@ -10,6 +10,7 @@ Backend.job_resources), or is left out with one line when cluster.max_attempts o
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -121,7 +122,8 @@ def point_config(sweep_dir: Path, point: int, grown: Optional[Growth] = None) ->
 def config_values(sweep_dir: Path, point: int, grown: Optional[Growth] = None) -> Dict:
     values = yaml.safe_load((point_dir(sweep_dir, point) / CONFIG_FILE).read_text())
     if grown is not None and grown.key:
-        values["resources"][grown.key.split(".")[-1]] = grown.new
+        group, key = grown.key.split(".")
+        values[group][key] = grown.new
     return values
 
 
@@ -138,13 +140,24 @@ def grow_points(sweep_dir: Path, manifest: Dict, rerun: List[PointState]) -> Tup
         config, entry = configs[s.point], manifest["points"][s.point]
         change = growth(s.point, s.state, config.resources.mem_gb, config.resources.time_min,
                         config.resources.gpus_per_node, len(entry.get("previous_job_ids", [])) + 1,
-                        config.cluster.max_attempts, had.get(s.point, JobResources(None, None, None, None)))
+                        config.cluster.max_attempts, had.get(s.point, JobResources(None, None, None, None)),
+                        device=result_device(point_dir(sweep_dir, s.point)), constraint=config.cluster.constraint,
+                        ladder=config.cluster.gpu_ladder)
         if change.key or change.stop:
             print(change.describe())
         if not change.stop:
             kept.append(s)
             grown[s.point] = change
     return kept, grown
+
+
+def result_device(folder: Path) -> Optional[str]:
+    """Where the point's worker ran ("cpu", "cuda"), from its result.json; None when no result says."""
+    try:
+        device = json.loads((folder / RESULT_FILE).read_text())["environment"]["device"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return device if isinstance(device, str) else None
 
 
 def prepare_rerun(sweep_dir: Path, entry: Dict, state: Optional[PointState] = None,

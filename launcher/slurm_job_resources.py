@@ -1,16 +1,17 @@
-"""For `hpml resume --grow` on SLURM: the memory each point's last job had (one sacct call for the sweep) and the
-most its partition gives (MaxMemPerNode, else its largest node's RealMemory; MaxTime), from scontrol."""
+"""For `hpml resume --grow` on SLURM: the memory each point's last job had and the nodes it ran on (one sacct call
+for the sweep), the most its partition gives (MaxMemPerNode, else its largest node's RealMemory; MaxTime) and those
+nodes' features (for cluster.gpu_ladder), from scontrol."""
 
 from __future__ import annotations
 
 import re
 import subprocess
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.slurm_preflight import expand_nodelist, scontrol_records, time_limit_minutes
-from hpml.launcher.slurm_requests import memory_limit_mb, real_memory_mb
+from hpml.launcher.slurm_requests import NULL_VALUES, memory_limit_mb, node_features, real_memory_mb
 
 MB_PER_UNIT = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
@@ -24,9 +25,17 @@ def parse_req_mem(text: str) -> Optional[int]:
     return int(float(match.group(1)) * MB_PER_UNIT[match.group(2) or "M"])
 
 
-def parse_sacct_mem(text: str) -> Dict[str, Optional[int]]:
-    """`sacct -X -nP -o JobID,ReqMem` -> {job id: MB}."""
-    return {line.split("|")[0]: parse_req_mem(line.split("|")[1]) for line in text.splitlines() if "|" in line}
+def parse_sacct_jobs(text: str) -> Dict[str, Tuple[Optional[int], str]]:
+    """`sacct -X -nP -o JobID,ReqMem,NodeList` -> {job id: (MB, node list)}."""
+    rows = [line.split("|") for line in text.splitlines() if line.count("|") >= 2]
+    return {row[0]: (parse_req_mem(row[1]), row[2]) for row in rows}
+
+
+def features_of(node_list: str, nodes: List[Dict[str, str]], expand) -> Tuple[str, ...]:
+    """The features of the nodes in a node list ('n[1-2]'), each once, in order; () for none or unknown."""
+    names = set(expand(node_list)) if node_list and node_list not in NULL_VALUES else set()
+    found = [f for n in nodes if n.get("NodeName") in names for f in node_features(n)]
+    return tuple(dict.fromkeys(found))
 
 
 def partition_limits(name: Optional[str], partitions: List[Dict[str, str]], nodes: List[Dict[str, str]],
@@ -46,15 +55,17 @@ def partition_limits(name: Optional[str], partitions: List[Dict[str, str]], node
 def job_resources(job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
     """{point: JobResources} for the points of `specs`, whose last jobs are job_ids[point]."""
     ids = sorted({j.split("_")[0] for j in job_ids.values() if j})
-    mem: Dict[str, Optional[int]] = {}
+    jobs: Dict[str, Tuple[Optional[int], str]] = {}
     if ids:
-        done = subprocess.run(["sacct", "-X", "-nP", "-o", "JobID,ReqMem", "-j", ",".join(ids)],
+        done = subprocess.run(["sacct", "-X", "-nP", "-o", "JobID,ReqMem,NodeList", "-j", ",".join(ids)],
                               capture_output=True, text=True, timeout=60)
-        mem = parse_sacct_mem(done.stdout) if done.returncode == 0 else {}
+        jobs = parse_sacct_jobs(done.stdout) if done.returncode == 0 else {}
     partitions, nodes = scontrol_records("partition"), scontrol_records("node")
     found = {}
     for spec in specs:
         max_mem, max_time = partition_limits(spec.shape.partition, partitions, nodes, expand_nodelist)
-        found[spec.point] = JobResources(mem_mb=mem.get(job_ids.get(spec.point) or ""), time_min=spec.shape.time_min,
-                                         max_mem_mb=max_mem, max_time_min=max_time)
+        mem, node_list = jobs.get(job_ids.get(spec.point) or "", (None, ""))
+        found[spec.point] = JobResources(mem_mb=mem, time_min=spec.shape.time_min, max_mem_mb=max_mem,
+                                         max_time_min=max_time, node_features=features_of(node_list, nodes,
+                                                                                          expand_nodelist))
     return found

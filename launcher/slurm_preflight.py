@@ -132,7 +132,7 @@ def lacking(key: str, nodes: List[Dict[str, str]], partition: str) -> str:
         most = max((real_memory_mb(n) for n in nodes), default=0)
         return (f"{key}: nodes of partition {partition} have at most {most / 1024:.1f} GB "
                 f"(RealMemory {most} MB)")
-    if "constraint" in key:
+    if "constraint" in key or "gpu_ladder" in key:
         features = sorted({f for n in nodes for f in node_features(n)})
         return f"{key}: no node of partition {partition} has it (features there: {', '.join(features) or 'none'})"
     gres = sorted({n.get("Gres", "") for n in nodes} - set(NULL_VALUES))
@@ -163,6 +163,9 @@ def shape_problems(shape: ResourceShape, partitions: List[Dict[str, str]],
     requirements = node_requirements(shape, partition)
     unmet = [key for key, meets, _ in requirements if not any(meets(n) for n in node_info)]
     problems += [lacking(key, node_info, name) for key in unmet]
+    # each rung of the ladder on some node (not all on one: a rung is where --grow sends a point, one at a time)
+    problems += [lacking(f"cluster.gpu_ladder={','.join(shape.gpu_ladder)}: {rung}", node_info, name)
+                 for rung in shape.gpu_ladder if not any(satisfies_constraint(n, rung) for n in node_info)]
     limit = memory_limit_mb(partition)
     if shape.mem_gb and limit is not None and shape.mem_gb * 1024 > limit:
         problems.append(f"resources.mem_gb={shape.mem_gb}: partition {name} allows at most {limit} MB per node "

@@ -17,14 +17,13 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from hpml.conf.schema import FEATURE_NAME
 from hpml.launcher.jobspec import ResourceShape
 
 NULL_VALUES = ("", "(null)", "N/A", "NONE")
 # sbatch_extra options that ask for GPUs per node (`gpus` is for the whole job; one task per node here, so
 # `gpus-per-task` is per node too). One of them replaces hpml's own --gpus-per-node.
 GPU_OPTIONS = ("gres", "gpus-per-node", "gpus", "gpus-per-task")
-# Characters of a feature name in a --constraint expression; the rest are its operators & | , [ ] ( ) * digits.
-FEATURE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from hpml.contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_js
 from hpml.contract.result_schema import validate_result
 from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point_number
 from hpml.launcher.backends import backend_of_manifest
-from hpml.launcher.failure_reason import job_log_reason
+from hpml.launcher.failure_reason import job_log_reason, memory_limit_kill
 from hpml.launcher.manifest import read_manifest
 from hpml.launcher.report_job import report_line
 from hpml.launcher.scheduler_state import runner_alive
@@ -227,6 +227,9 @@ def point_states(sweep_dir: Path, scheduler: Optional[Dict[str, Dict[str, str]]]
             reason = f"held back by {entry['held_back']}; `hpml resume` submits it"
         if state in FINISHED and state != "completed" and not reason and job_id:
             reason = job_log_reason(backend.job_log(sweep_dir, job_id))
+        if state in ("failed", "cancelled") and job_id and record:  # the scheduler ended it: was it for memory?
+            killed = memory_limit_kill(backend.job_log(sweep_dir, job_id))
+            state, reason = ("out_of_memory", killed) if killed else (state, reason)
         states.append(PointState(point=entry["point"], state=state, reason=reason, job_id=job_id,
                                  overrides=entry.get("overrides", []), problems=files.problems))
     return states

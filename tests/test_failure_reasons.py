@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hpml.launcher.failure_reason import failure_reason
+from hpml.launcher.failure_reason import failure_reason, memory_limit_kill
 from tests.conftest import run_hpml
 from tests.sweep_processes import start_launch, state, status_rows, sweep_of, wait_for, worker_pids
 
@@ -134,3 +134,29 @@ def test_a_requeue_that_scontrol_refuses_is_a_failure_with_its_reason(tmp_path):
     assert raised.value.returncode == 1
     state = json.loads((point / "state.json").read_text())
     assert state["state"] == "failed" and "scontrol" in state["reason"] and "requeue" in state["reason"]
+
+
+# What slurmstepd wrote into a job's stderr on the test cluster when it killed the job over its --mem (accounting
+# poll, JobAcctGatherParams=OverMemoryKill), and what an older cgroup plugin writes with a FAILED job.
+ACCOUNTING_KILL = """slurmstepd-n1: error: *** STEP 2038.0 ON n1 CANCELLED AT 2026-11-27T09:04:19 ***
+srun: Job step aborted: Waiting up to 7 seconds for job step to finish.
+slurmstepd-n1: error: StepId=2038.0 exceeded memory limit (1494870016 > 1073741824), being killed
+slurmstepd-n1: error: Exceeded job memory limit
+srun: error: n1: task 0: Killed
+"""
+CGROUP_KILL = "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=997857.batch. Some of your processes may " \
+              "have been killed by the cgroup out-of-memory handler.\n"
+
+
+@pytest.mark.parametrize("text, line", [
+    (ACCOUNTING_KILL, "slurmstepd-n1: error: StepId=2038.0 exceeded memory limit (1494870016 > 1073741824), being "
+                      "killed"),
+    (CGROUP_KILL, "slurmstepd: error: Detected 1 oom-kill event"),
+    ("slurmstepd-n1: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-27T09:04:19 ***\n", None),  # scancel: not memory
+    ("Traceback ...\nMemoryError: exceeded memory limit (3 > 2), being killed\n", None),  # not slurmstepd's line
+])
+def test_slurmsteps_memory_kill_is_read_from_the_job_log(tmp_path, text, line):
+    log = tmp_path / "12_0_log.err"
+    log.write_text(text)
+    assert memory_limit_kill(log) == line
+    assert memory_limit_kill(tmp_path / "missing.err") is None

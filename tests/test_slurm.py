@@ -103,7 +103,7 @@ def test_memory_features_and_gres_types_the_nodes_lack_are_refused_before_queuei
         "hpml: error: cluster.sbatch_extra.gres=gpu:h100:2: no node of partition debug has it (GRES there: "
         "gpu:fake:2)",
         "hpml: error: resources.mem_gb=9: nodes of partition debug have at most 3.9 GB (RealMemory 4000 MB)",
-        "hpml: error: cluster.constraint=nvlink: no node of partition debug has it (features there: none)",
+        "hpml: error: cluster.constraint=nvlink: no node of partition debug has it (features there: gpu40g, gpu80g)",
     ], done.stderr
     assert subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout == before
     assert not (tmp_path / "sweeps").exists()

@@ -12,7 +12,8 @@ from hpml.conf.schema import ClusterKind
 from hpml.launcher.grow import Growth, JobResources, growth
 from hpml.launcher.jobspec import JobSpec, ResourceShape
 from hpml.launcher.slurm import job_count, job_units
-from hpml.launcher.slurm_job_resources import parse_req_mem, partition_limits
+from hpml.launcher.slurm_job_resources import features_of, parse_req_mem, parse_sacct_jobs, partition_limits
+from hpml.launcher.slurm_preflight import expand_nodelist
 from hpml.launcher.slurm_limits import ASSOC_FIELDS, QOS_FIELDS, limits_of, parse_queue, parse_records, tightest
 
 ROOMY = JobResources(mem_mb=None, time_min=None, max_mem_mb=4000, max_time_min=60)
@@ -39,15 +40,55 @@ def test_growth_doubles_memory_or_time_up_to_the_partition(state, mem_gb, time_m
                               "MaxTime)"),
     ("out_of_memory", 3, 10, 0, 1, "resources.mem_gb=3 is at the partition's limit of 3 GB per node (the "
                                     "partition's MaxMemPerNode or its largest node)"),
-    ("oom", 1, 10, 2, 1, "CUDA out of memory: a GPU's memory is not something sbatch can double; ask for a GPU with "
-                         "more memory (cluster.constraint, sbatch_extra gres type) or lower the batch size, then "
-                         "`hpml resume`"),
+    ("oom", 1, 10, 2, 1, "CUDA out of memory: a GPU's memory is not something sbatch can double; list node features "
+                         "by GPU memory in cluster.gpu_ladder (e.g. [a100_40g,a100_80g]) for --grow to move it up, "
+                         "or lower the batch size, then `hpml resume`"),
     ("out_of_memory", 0, 10, 0, 1, "resources.mem_gb=0 and the job's memory is unknown: set resources.mem_gb"),
 ])
 def test_growth_stops_in_one_line(state, mem_gb, time_min, gpus, attempts, stop):
     change = growth(7, state, mem_gb, time_min, gpus, attempts, 3, ROOMY)
     assert change.stop == stop and change.key is None
     assert change.describe() == f"hpml: point 7 not resubmitted: {stop}"
+
+
+LADDER = ("a100_40g", "a100_80g", "h200")
+
+
+@pytest.mark.parametrize("device, constraint, features, expected", [
+    ("cuda", "a100_40g", (), Growth(0, "cluster.constraint", "a100_40g", "a100_80g")),
+    ("cuda", None, ("ib", "a100_80g"), Growth(0, "cluster.constraint", "a100_80g", "h200")),  # where it ran
+    ("cuda", None, ("a100_40g", "a100_80g"), Growth(0, "cluster.constraint", "a100_80g", "h200")),  # the higher
+    ("cpu", "a100_40g", (), Growth(0, "resources.mem_gb", 1, 2)),  # ran on the CPU: host memory, whatever it held
+    (None, "a100_40g", (), Growth(0, "cluster.constraint", "a100_40g", "a100_80g")),  # no result: it held GPUs
+])
+def test_cuda_out_of_memory_moves_one_rung_up_the_gpu_ladder(device, constraint, features, expected):
+    had = JobResources(None, None, 4000, 60, node_features=features)
+    assert growth(0, "oom", 1, 10, 1, 1, 3, had, device=device, constraint=constraint, ladder=LADDER) == expected
+
+
+@pytest.mark.parametrize("constraint, features, stop", [
+    ("h200", (), "CUDA out of memory on h200, the top of cluster.gpu_ladder: lower the batch size (or shard the "
+                 "model), then `hpml resume`"),
+    ("nvlink", ("a100_40g",), "CUDA out of memory on cluster.constraint=nvlink, no rung of cluster.gpu_ladder="
+                              "[a100_40g,a100_80g,h200]: set cluster.constraint to the rung it needs, then `hpml resume`"),
+    (None, ("ib",), "CUDA out of memory on nodes with features ib, no rung of cluster.gpu_ladder="
+                    "[a100_40g,a100_80g,h200]: set cluster.constraint to the rung it needs, then `hpml resume`"),
+    (None, (), "CUDA out of memory on nodes of unknown features, no rung of cluster.gpu_ladder="
+               "[a100_40g,a100_80g,h200]: set cluster.constraint to the rung it needs, then `hpml resume`"),
+])
+def test_the_ladder_stops_in_one_line(constraint, features, stop):
+    had = JobResources(None, None, 4000, 60, node_features=features)
+    change = growth(3, "oom", 1, 10, 1, 1, 3, had, device="cuda", constraint=constraint, ladder=LADDER)
+    assert change.stop == stop and change.describe() == f"hpml: point 3 not resubmitted: {stop}"
+
+
+def test_sacct_jobs_and_the_features_of_their_nodes():
+    jobs = parse_sacct_jobs("12_0|1000M|n1\n12_1|2G|n[1-2]\n13|0|None assigned\n")
+    assert jobs == {"12_0": (1000, "n1"), "12_1": (2048, "n[1-2]"), "13": (None, "None assigned")}
+    nodes = [{"NodeName": "n1", "AvailableFeatures": "a100_40g,ib"}, {"NodeName": "n2", "AvailableFeatures": "h200,ib"},
+             {"NodeName": "n3", "AvailableFeatures": "(null)"}]
+    assert features_of("n[1-2]", nodes, expand_nodelist) == ("a100_40g", "ib", "h200")
+    assert features_of("n3", nodes, expand_nodelist) == () == features_of("None assigned", nodes, expand_nodelist)
 
 
 @pytest.mark.parametrize("text, mb", [("4000M", 4000), ("1G", 1024), ("1000Mn", 1000), ("500Mc", 500),
@@ -113,6 +154,9 @@ def test_points_per_job_packs_each_shape_into_array_tasks():
                                   "points run one after another in one job)"),
     ("cluster.max_attempts=0", "cluster.max_attempts=0 is not allowed: an integer from 1 to 10 (runs of a point, the "
                                "first included, for `hpml resume --grow`)"),
+    ("cluster.gpu_ladder=[a100,'a&b']", "cluster.gpu_ladder='a&b' is not allowed: a list of node feature names (letters, "
+                                        "digits, '_', '-', '.'), ordered by GPU memory"),
+    ("cluster.gpu_ladder=[a100,a100]", "cluster.gpu_ladder=['a100', 'a100'] is not allowed: each feature once"),
 ])
 def test_bad_values_of_the_new_cluster_keys_are_one_line(hpml, tmp_path, override, line):
     done = hpml("launch", "--dry-run", "experiment=tiny/probe", "cluster=slurm", override)

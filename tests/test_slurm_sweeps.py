@@ -116,6 +116,75 @@ def test_grow_doubles_host_memory_until_max_attempts_and_says_so(hpml, tmp_path)
     assert "## Results not in a table (1)" in report.stdout and "attempts" not in report.stdout, report.stdout
 
 
+def test_a_job_over_its_memory_is_killed_by_slurm_and_grow_gives_it_twice(hpml, tmp_path):
+    # --mem=1G; the probe's copy holds 2 x 450 MiB and its triad 3 x 450 MiB besides Python and torch: SLURM kills
+    # the job (the test cluster enforces --mem by its accounting poll, tests/slurm/cluster.sh); 2 GB is enough
+    done = hpml("launch", *PROBE, "resources.mem_gb=1", f"workload.copy_bytes={450 * 2 ** 20}")
+    sweep = sweep_dir_of(tmp_path)
+    assert done.returncode == 1 and "0      out_of_memory" in done.stdout, done.stdout + done.stderr
+    first = manifest_of(sweep)["points"][0]["job_id"]
+    assert sacct_state(first) == "FAILED"  # SLURM's own word where no cgroup enforces memory; the log says why
+    status = hpml("status", str(sweep)).stdout
+    assert "exceeded memory limit" in status and "being killed" in status, status
+    grown = hpml("resume", "--grow", str(sweep))
+    assert grown.returncode == 0, grown.stdout + grown.stderr
+    assert "hpml: point 0: resources.mem_gb 1 -> 2" in grown.stdout.splitlines(), grown.stdout
+    second = manifest_of(sweep)["points"][0]["job_id"]
+    assert sacct_state(second) == "COMPLETED"
+    attempt = json.loads((sweep / "points/0/attempts/0/attempt.json").read_text())
+    assert (attempt["job_id"], attempt["state"], attempt["resources"]["mem_gb"]) == (first, "out_of_memory", 1)
+
+
+def sacct_nodes(job_id: str) -> str:
+    out = subprocess.run(["sacct", "-X", "-nP", "-o", "JobID,NodeList", "-j", job_id.split("_")[0]],
+                         capture_output=True, text=True).stdout
+    return dict(line.split("|")[:2] for line in out.splitlines() if "|" in line).get(job_id, "?")
+
+
+RECORDED_CUDA_OOM = Path(__file__).parent / "recorded" / "cuda_oom"
+
+
+def end_in_cuda_out_of_memory(folder: Path) -> None:
+    """The point's end as a CUDA out of memory left it on an H100 (tests/recorded/cuda_oom, recorded by
+    tests/test_grow_gpu.py): this cluster's "GPUs" are not CUDA devices, so its own point cannot run out of one.
+    What --grow reads is what the recording holds: the state, and the device in result.json."""
+    recorded = {name: json.loads((RECORDED_CUDA_OOM / name).read_text()) for name in ("result.json", "state.json")}
+    result = json.loads((folder / "result.json").read_text())
+    result.update(status="oom", reason=recorded["result.json"]["reason"])
+    result["environment"]["device"] = recorded["result.json"]["environment"]["device"]
+    state = json.loads((folder / "state.json").read_text())
+    state.update(state="oom", reason=recorded["state.json"]["reason"], returncode=1)
+    for name, doc in (("result.json", result), ("state.json", state)):
+        (folder / name).write_text(json.dumps(doc))
+
+
+def test_grow_moves_a_point_out_of_cuda_memory_one_rung_up_the_gpu_ladder(hpml, tmp_path):
+    # the test cluster's node features (tests/slurm/cluster.sh): n1 gpu40g, n2 gpu80g
+    done = hpml("launch", *PROBE, "resources.gpus_per_node=1", "cluster.constraint=gpu40g",
+                "cluster.gpu_ladder=[gpu40g,gpu80g]")
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = sweep_dir_of(tmp_path)
+    folder, first = sweep / "points" / "0", manifest_of(sweep)["points"][0]["job_id"]
+    assert sacct_nodes(first) == "n1"
+    end_in_cuda_out_of_memory(folder)
+    assert "0      oom" in hpml("status", str(sweep)).stdout
+    grown = hpml("resume", "--grow", str(sweep))
+    assert grown.returncode == 0, grown.stdout + grown.stderr
+    assert "hpml: point 0: cluster.constraint gpu40g -> gpu80g" in grown.stdout.splitlines(), grown.stdout
+    second = manifest_of(sweep)["points"][0]["job_id"]
+    assert "#SBATCH --constraint=gpu80g" in (sweep / "jobs" / second / f"{second}_submission.sh").read_text()
+    assert sacct_nodes(second) == "n2" and sacct_state(second) == "COMPLETED"
+    assert yaml.safe_load((folder / "config.yaml").read_text())["cluster"]["constraint"] == "gpu80g"
+    attempt = json.loads((folder / "attempts/0/attempt.json").read_text())
+    assert (attempt["job_id"], attempt["state"]) == (first, "oom")
+    assert yaml.safe_load((folder / "attempts/0/config.yaml").read_text())["cluster"]["constraint"] == "gpu40g"
+    end_in_cuda_out_of_memory(folder)  # out of CUDA memory on the top rung too
+    stopped = hpml("resume", "--grow", str(sweep))
+    assert stopped.returncode == 1 and stopped.stdout.splitlines()[0] == (
+        "hpml: point 0 not resubmitted: CUDA out of memory on gpu80g, the top of cluster.gpu_ladder: lower the batch "
+        "size (or shard the model), then `hpml resume`"), stopped.stdout
+
+
 def test_points_of_one_job_keep_their_own_files_and_fail_alone(hpml, tmp_path):
     done = hpml("launch", "-m", *PROBE, "cluster.points_per_job=3", "resources.time_min=2",
                 f"workload.copy_bytes=65536,{HUGE},131072")

@@ -38,6 +38,9 @@ MYSQL_PORT=$((PORT_BASE + 6))
 CTLD_PORT=$((PORT_BASE + 17))
 DBD_PORT=$((PORT_BASE + 19))
 slurmd_port() { echo $((PORT_BASE + 20 + ${1#n})); }   # n1 -> base+21, n2 -> base+22
+# Node features as a cluster with two GPU models has them, ordered by GPU memory: cluster.gpu_ladder=[gpu40g,gpu80g]
+# (hpml resume --grow moves a point that ran out of CUDA memory from n1 to n2).
+node_feature() { if [ "$1" = n1 ]; then echo gpu40g; else echo gpu80g; fi; }
 
 CONF=$DIR/slurm.conf
 LOGDIR=$DIR/log
@@ -203,14 +206,21 @@ SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=30
+# Without cgroups, --mem is enforced by the accounting poll: a step whose processes' memory (PSS: shared pages
+# counted once, not once per torch process) passes the job's --mem is killed and the job ends OUT_OF_MEMORY, as
+# the cgroup OOM killer makes it end on a production cluster (hpml resume --grow's host-memory case).
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill,UsePss
 MpiDefault=none
 SwitchType=switch/none
 # Containers may forbid raising rlimits; do not copy the submitter's.
 PropagateResourceLimits=NONE
 
 SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
+# Memory is a consumable resource so that --mem is each job's enforced limit (OverMemoryKill above); a job that
+# asks for none gets 1000 MB a CPU, the node's 4000 MB over its 4 CPUs: as many 1-CPU jobs fit as before.
+SelectTypeParameters=CR_CPU_Memory
+DefMemPerCPU=1000
 GresTypes=gpu
 # Nodes claim more CPUs/memory than the box has; trust slurm.conf, not the HW.
 SlurmdParameters=config_overrides
@@ -252,7 +262,7 @@ SchedulerParameters=sched_interval=2,bf_interval=2,bf_resolution=60,default_queu
 
 EOF
     for n in "${NODES[@]}"; do
-        echo "NodeName=$n NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$(slurmd_port "$n") CPUs=4 RealMemory=4000 Gres=gpu:fake:2 State=UNKNOWN" >>"$CONF"
+        echo "NodeName=$n NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$(slurmd_port "$n") CPUs=4 RealMemory=4000 Gres=gpu:fake:2 Features=$(node_feature "$n") State=UNKNOWN" >>"$CONF"
     done
     cat >>"$CONF" <<EOF
 
