@@ -143,6 +143,45 @@ def test_bad_input_is_one_line(sweeps, tmp_path, args, says):
     assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
 
 
+def test_damaged_and_failed_results_are_listed_and_a_side_of_only_those_is_one_line(sweeps, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(sweeps["a2"], damaged, symlinks=True)
+    doc = json.loads((damaged / "points/1/result.json").read_text())
+    del doc["measurements"]["epoch_time_s"]
+    (damaged / "points/1/result.json").write_text(json.dumps(doc))
+    doc = json.loads((damaged / "points/2/result.json").read_text())
+    doc.update(status="oom", reason="out of memory: CUDA out of memory")
+    (damaged / "points/2/result.json").write_text(json.dumps(doc))
+    done = run_hpml(["compare", str(sweeps["a"]), str(damaged), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = (tmp_path / "out" / "compare.md").read_text()
+    assert f"- {damaged}: 1 result(s) not read: {damaged}/points/1/result.json: measurements.epoch_time_s: missing" \
+        in listed, listed
+    assert f"- {damaged}: 1 result(s) not ok (oom 1): `hpml status` says why" in listed, listed
+    rows = list(csv.DictReader(open(tmp_path / "out" / "compare.csv")))
+    assert {row["candidate_n"] for row in rows} == {"1"}  # the one result left
+    doc = json.loads((damaged / "points/0/result.json").read_text())
+    doc["status"] = "failed"
+    (damaged / "points/0/result.json").write_text(json.dumps(doc))
+    none = run_hpml(["compare", str(sweeps["a"]), str(damaged)], cwd=tmp_path)
+    assert none.returncode == 2 and none.stderr.strip() == (
+        f"hpml: error: {damaged}: no ok result among its 3, 1 not read (first: {damaged}/points/1/result.json: "
+        "measurements.epoch_time_s: missing); hpml status says why"), none.stderr
+
+
+def test_a_result_a_metric_cannot_read_is_counted_without_the_number_and_named():
+    from hpml.analysis.compare.metrics import Metric
+    from hpml.analysis.compare.report import guarded
+
+    unreadable: dict = {}
+    metric = guarded(Metric("x", "s", "lower", lambda doc: doc["measurements"]["x"] / 2), unreadable)
+    assert metric.value({"measurements": {"x": 3.0}, "path": "/a"}) == 1.5
+    assert metric.value({"measurements": {}, "path": "/b"}) is None
+    assert metric.value({"measurements": {"x": "many"}, "path": "/c"}) is None
+    assert unreadable == {"/b": "x: KeyError: 'x'", "/c": "x: TypeError: unsupported operand type(s) for /: 'str' "
+                                                           "and 'int'"}
+
+
 def epoch_times(folder: Path) -> dict:
     """Each launch's (sweep folder's) epoch times, as compare reads them."""
     from hpml.analysis.compare.metrics import HEADLINES
@@ -150,7 +189,7 @@ def epoch_times(folder: Path) -> dict:
 
     metric = next(m for m in HEADLINES["train"] if m.name == "epoch time")
     launches: dict = {}
-    for doc in load_side(str(folder)):
+    for doc in load_side(str(folder))[0]:
         launches.setdefault(launch_of(doc), []).append(metric.value(doc))
     return launches
 

@@ -65,7 +65,7 @@ def _busy(stop_at: float) -> None:
 
 
 def values(sweep: Path) -> dict:
-    docs = load_side(str(sweep))
+    docs, _ = load_side(str(sweep))
     return {m.name: [m.value(doc) for doc in docs] for m in HEADLINES["train"] if not m.time_to_accuracy
             and all(m.value(doc) is not None for doc in docs)}
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -28,7 +30,7 @@ from hpml.analysis.compare.match import known_keys, match_items, match_key, side
 from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
 from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
-from hpml.analysis.results import load_results
+from hpml.analysis.results import MALFORMED, load_results
 from hpml.analysis.sections import markdown_table
 from hpml.analysis.stats import Ratio, compare_values, differing_labels, geometric_mean, olympic_mean, regressed
 from hpml.contract.cli_args import OneLineParser, folder_argument
@@ -57,7 +59,9 @@ class Row:
     note: str = ""
 
 
-def load_side(path: str) -> List[Dict[str, Any]]:
+def load_side(path: str) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """(the side's ok results, a line for each kind of result left out: unreadable or damaged ones, and those that
+    did not end ok), so that nothing a side holds is dropped without a line."""
     if not Path(path).exists():
         raise CompareError(f"{path}: no such folder")
     loaded = load_results(path, RESULT_CHECKS)
@@ -65,8 +69,31 @@ def load_side(path: str) -> List[Dict[str, Any]]:
         raise CompareError(f"{path}: no result.json under it: not a sweep or a folder of sweeps")
     docs = [doc for doc in loaded.rows if doc["status"] == "ok"]
     if not docs:
-        raise CompareError(f"{path}: no ok result among its {loaded.files_found} (hpml status says why)")
-    return docs
+        unread = f", {len(loaded.problems)} not read (first: {loaded.problems[0]})" if loaded.problems else ""
+        raise CompareError(f"{path}: no ok result among its {loaded.files_found}{unread}; hpml status says why")
+    left_out = []
+    if loaded.problems:
+        shown = "; ".join(str(problem) for problem in loaded.problems[:3])
+        more = f"; and {len(loaded.problems) - 3} more" if len(loaded.problems) > 3 else ""
+        left_out.append(f"{path}: {len(loaded.problems)} result(s) not read: {shown}{more}")
+    ended = Counter(doc["status"] for doc in loaded.rows if doc["status"] != "ok")
+    if ended:
+        left_out.append(f"{path}: {sum(ended.values())} result(s) not ok (" +
+                        ", ".join(f"{status} {n}" for status, n in sorted(ended.items())) + "): `hpml status` says why")
+    return docs, left_out
+
+
+def guarded(metric: Metric, unreadable: Dict[str, str]) -> Metric:
+    """The metric, with a result whose measurements its value cannot read (a key missing, a wrong type: MALFORMED)
+    counted as without the number and named in `unreadable` ({path: why}) rather than failing the comparison."""
+    def value(doc: Mapping[str, Any]) -> Optional[float]:
+        try:
+            return metric.value(doc)
+        except MALFORMED as error:
+            unreadable[str(doc.get("path") or doc["identity"].get("sweep"))] = (
+                f"{metric.name}: {type(error).__name__}: {error}")
+            return None
+    return dataclasses.replace(metric, value=value)
 
 
 def grouped(docs: Sequence[Mapping[str, Any]], ignore: Sequence[str], by: Sequence[str]) -> Dict[Tuple[str, str], dict]:
@@ -163,6 +190,7 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
     base_groups = grouped(base_docs, ignore, by)
     rows: List[Row] = []
     unmatched: List[str] = []
+    unreadable: Dict[str, str] = {}
     for name, docs in candidates.items():
         cand_groups = grouped(docs, ignore, by)
         common = sorted(set(base_groups) & set(cand_groups))
@@ -177,7 +205,7 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
                                  f"({len(base_groups[key]['docs'])} + {len(cand_groups[key]['docs'])} results)")
                 continue
             b, c = base_groups[key]["docs"], cand_groups[key]["docs"]
-            for metric in metrics:
+            for metric in (guarded(m, unreadable) for m in metrics):
                 if not any(applies(metric, doc) for doc in b + c):
                     continue
                 result, base, cand, note = compare_metric(metric, b, c, difference, launch_sd)
@@ -186,6 +214,7 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
             unmatched.append(f"only in the baseline: {len(base_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
         for key in sorted(set(cand_groups) - set(base_groups)):
             unmatched.append(f"only in {name}: {len(cand_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
+    unmatched += [f"{path}: counted without the number: {why}" for path, why in sorted(unreadable.items())]
     return rows, unmatched
 
 
@@ -324,7 +353,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     names = [args.baseline, *args.candidates]
-    sides = {name: load_side(name) for name in names}
+    loaded = {name: load_side(name) for name in names}
+    sides = {name: docs for name, (docs, _) in loaded.items()}
     known = known_keys([doc for docs in sides.values() for doc in docs])
     for key in args.by:
         if key not in known:
@@ -332,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
     difference = args.difference / 100
     rows, unmatched = build_rows(sides[args.baseline], {n: sides[n] for n in args.candidates}, args.ignore,
                                  args.by, difference, args.launch_sd / 100)
+    unmatched = [line for _, left_out in loaded.values() for line in left_out] + unmatched
     labels, _ = side_labels(list(sides.values()))
     last = Path(args.candidates[-1]).resolve()
     out = Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
