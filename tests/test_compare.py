@@ -134,6 +134,7 @@ def test_what_matches_nothing_is_listed_and_nothing_in_common_is_one_line(sweeps
     (["{nowhere}", "{a}"], "no such folder"),
     (["{empty}", "{a}"], "no result.json under it: not a sweep or a folder of sweeps"),
     (["{a}", "{a2}", "--by", "workload.no_such_key"], "--by workload.no_such_key: no result has this key"),
+    (["{a}", "{a2}", "--ignore", "workload.lrr"], "--ignore workload.lrr: no result has this key or group"),
 ])
 def test_bad_input_is_one_line(sweeps, tmp_path, args, says):
     (tmp_path / "empty").mkdir()

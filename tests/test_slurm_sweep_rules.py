@@ -13,8 +13,8 @@ from hpml.launcher.grow import Growth, JobResources, growth
 from hpml.launcher.jobspec import JobSpec, ResourceShape
 from hpml.launcher.slurm import job_count, job_units
 from hpml.launcher.slurm_job_resources import features_of, parse_req_mem, parse_sacct_jobs, partition_limits
-from hpml.launcher.slurm_preflight import expand_nodelist
 from hpml.launcher.slurm_limits import ASSOC_FIELDS, QOS_FIELDS, limits_of, parse_queue, parse_records, tightest
+from hpml.launcher.slurm_preflight import expand_nodelist
 
 ROOMY = JobResources(mem_mb=None, time_min=None, max_mem_mb=4000, max_time_min=60)
 

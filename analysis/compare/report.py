@@ -359,6 +359,10 @@ def run(args: argparse.Namespace) -> int:
     for key in args.by:
         if key not in known:
             raise CompareError(f"--by {key}: no result has this key (e.g. {', '.join(sorted(known)[:3])})")
+    for key in args.ignore:  # a mistyped key would silently ignore nothing
+        if key not in known and not any(k.startswith(key + ".") for k in known):
+            raise CompareError(f"--ignore {key}: no result has this key or group (e.g. "
+                               f"{', '.join(sorted(known)[:3])})")
     difference = args.difference / 100
     rows, unmatched = build_rows(sides[args.baseline], {n: sides[n] for n in args.candidates}, args.ignore,
                                  args.by, difference, args.launch_sd / 100)
