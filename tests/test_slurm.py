@@ -67,6 +67,15 @@ def sacct_state(job_id: str) -> str:
     return states.get(job_id, "?")
 
 
+def queue_ids() -> set:
+    return set(subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True, text=True).stdout.split())
+
+
+def squeue_jobs() -> set:
+    """The jobs squeue knows, arrays by their own id (a pending array's tasks split out as they start)."""
+    return {job_id.split("_")[0] for job_id in queue_ids()}
+
+
 def wait_until(predicate, timeout_s: float, what: str):
     deadline = time.time() + timeout_s
     while time.time() < deadline:
@@ -77,7 +86,7 @@ def wait_until(predicate, timeout_s: float, what: str):
 
 
 def test_preflight_refuses_what_the_cluster_cannot_run_before_queueing(hpml, tmp_path):
-    before = subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout
+    before = squeue_jobs()
     done = hpml("launch", "-m", "cluster=slurm", "cluster.partition=nope,short", "resources.gpus_per_node=4",
                 "resources.workers_per_node=1", "resources.nodes=3", "resources.time_min=10")
     assert done.returncode == 2
@@ -88,14 +97,14 @@ def test_preflight_refuses_what_the_cluster_cannot_run_before_queueing(hpml, tmp
         "hpml: error: resources.gpus_per_node=4: nodes of partition short have at most 2 GPU(s)",
         "hpml: error: resources.time_min=10: partition short allows at most 5 minutes (MaxTime)",
     ], done.stderr
-    assert subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout == before
+    assert not squeue_jobs() - before  # nothing queued (finished jobs may leave squeue meanwhile: MinJobAge)
     assert not list(tmp_path.glob("sweeps/*/manifest.json"))
 
 
 def test_memory_features_and_gres_types_the_nodes_lack_are_refused_before_queueing(hpml, tmp_path):
     """Each of these, given to sbatch, is refused ("Memory specification can not be satisfied", "Invalid
     feature specification", "Requested node configuration is not available"): the preflight says so first."""
-    before = subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout
+    before = squeue_jobs()
     done = hpml("launch", "cluster=slurm", "resources.mem_gb=9", "cluster.constraint=nvlink",
                 "resources.gpus_per_node=2", 'cluster.sbatch_extra={gres: "gpu:h100:2"}', "--dry-run")
     assert done.returncode == 2
@@ -105,7 +114,7 @@ def test_memory_features_and_gres_types_the_nodes_lack_are_refused_before_queuei
         "hpml: error: resources.mem_gb=9: nodes of partition debug have at most 7.8 GB (RealMemory 8000 MB)",
         "hpml: error: cluster.constraint=nvlink: no node of partition debug has it (features there: gpu40g, gpu80g)",
     ], done.stderr
-    assert subprocess.run(["squeue", "-h", "-t", "all"], capture_output=True, text=True).stdout == before
+    assert not squeue_jobs() - before  # nothing queued (finished jobs may leave squeue meanwhile: MinJobAge)
     assert not (tmp_path / "sweeps").exists()
 
 

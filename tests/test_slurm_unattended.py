@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HPML, REPO
-from tests.test_slurm import SMALL, manifest_of, sacct_state, slurm_cluster, sweep_dir_of, wait_until  # noqa: F401
+from tests.test_slurm import SMALL, manifest_of, queue_ids, sacct_state, slurm_cluster, sweep_dir_of, wait_until  # noqa: F401 (slurm_cluster: fixture)
 
 sys.path.insert(0, str(REPO / "tools"))
 from slurm_call_counter import counting_path, read_calls  # noqa: E402
@@ -31,10 +31,6 @@ HELD = "cluster.sbatch_extra.begin=now+60minutes"  # queued, never started while
 def scontrol_job(job_id: str) -> dict:
     text = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True).stdout
     return dict(re.findall(r"(\w+)=(\S*)", text.splitlines()[0])) if text.strip() else {}
-
-
-def queue_ids() -> set:
-    return set(subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True, text=True).stdout.split())
 
 
 def cancel_sweep(sweep: Path) -> None:
