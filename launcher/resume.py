@@ -10,7 +10,6 @@ Backend.job_resources), or is left out with one line when cluster.max_attempts o
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 
 from hpml.conf.schema import HpmlConfig, config_from_dict
-from hpml.contract.jsonio import write_json_atomic
+from hpml.contract.jsonio import read_json, write_json_atomic
 from hpml.contract.sweep_layout import (
     ATTEMPT_RECORD,
     ATTEMPTS_DIR,
@@ -152,11 +151,10 @@ def grow_points(sweep_dir: Path, manifest: Dict, rerun: List[PointState]) -> Tup
 
 
 def result_device(folder: Path) -> Optional[str]:
-    """Where the point's worker ran ("cpu", "cuda"), from its result.json; None when no result says."""
-    try:
-        device = json.loads((folder / RESULT_FILE).read_text())["environment"]["device"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    """Where the point's worker ran ("cpu", "cuda"), from its result.json; None when no readable result says."""
+    result = read_json(folder / RESULT_FILE)
+    environment = result.get("environment") if isinstance(result, dict) else None
+    device = environment.get("device") if isinstance(environment, dict) else None
     return device if isinstance(device, str) else None
 
 

@@ -184,3 +184,14 @@ def test_a_job_out_of_requeues_is_a_timeout_of_its_point():
     assert out_of_requeues(UncompletedJobError("Job not requeued because: timed-out too many times."))
     assert not out_of_requeues(UncompletedJobError("Job not requeued because: preempted and not checkpointable."))
     assert not out_of_requeues(RuntimeError("timed-out"))
+
+
+@pytest.mark.parametrize("text, device", [(None, None), ("{not json", None), ("[1]", None),
+                                          ('{"environment": "x"}', None), ('{"environment": {"device": 3}}', None),
+                                          ('{"environment": {"device": "cuda"}}', "cuda")])
+def test_the_device_a_point_ran_on_is_read_from_its_result_or_is_unknown(tmp_path, text, device):
+    from hpml.launcher.resume import result_device
+
+    if text is not None:
+        (tmp_path / "result.json").write_text(text)
+    assert result_device(tmp_path) == device

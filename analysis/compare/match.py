@@ -4,9 +4,9 @@ A result's match key is its resolved config, flattened, without what says where 
 what it measured: sweep.* (names, folders, repeat, seed), cluster.* (where it was submitted), and paths
 (workload.data_root, workload.model_path; the same data under /scratch on one cluster and /home on another is the
 same work), and the price (workload.price_name, workload.gpu_hour_usd: what an hour costs is no part of the work, and
-comparing the cost to target at two prices is a question compare answers). Everything else, resources.* included (1 GPU is compared with 1 GPU), is part of it. --ignore KEY drops
-more keys (e.g. a setting the candidate changed on purpose), --by KEY keeps one that is otherwise dropped (e.g.
-sweep.seed, to pair seeds).
+comparing the cost to target at two prices is a question compare answers). Everything else, resources.* included
+(1 GPU is compared with 1 GPU), is part of it. --ignore KEY drops more keys (e.g. a setting the candidate changed on
+purpose), --by KEY keeps one that is otherwise dropped (e.g. sweep.seed, to pair seeds).
 
 A side's label is what really differs between the sides, read from the results' provenance (environment): GPU
 model, host, hpml commit and dirty flag, torch, CUDA, NCCL and driver versions, SLURM partition.
