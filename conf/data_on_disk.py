@@ -26,6 +26,8 @@ CIFAR10_TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 # torchvision's CIFAR-10 python files under <data_root>/cifar-10-batches-py/ (the preflight and the worker's
 # reader both look for exactly these)
 CIFAR10_FILES = CIFAR10_TRAIN_BATCHES + ["test_batch", "batches.meta"]
+CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
+CIFAR10_SIDE = 32  # its images are 32 x 32
 # torchvision.datasets.folder.IMG_EXTENSIONS (not imported: this module must not load torchvision at compose time)
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 

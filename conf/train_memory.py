@@ -83,7 +83,7 @@ class StepMemory:
 def step_memory(cfg: Any, per_worker: int, found: Optional[OnDisk]) -> StepMemory:
     """The lower bound of one step's memory on one device of a worker (the module docstring says what it counts).
     per_worker: the worker's samples per step (conf.workload.train.per_worker_batch); found: its data set on disk
-    (conf.workload.train.on_disk), None when there is none to count."""
+    (conf.workload.train_data.on_disk), None when there is none to count."""
     forward = meta_forward(cfg.model, cfg.image_size, cfg.num_classes, cfg.cifar_stem)
     fp32 = forward.parameters * 4
     per_device = per_worker // cfg.devices_per_worker * cfg.batch_augmentation

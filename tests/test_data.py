@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from hpml.conf.schema import config_from_dict
-from hpml.conf.workload.train import Dataset, data_problem
+from hpml.conf.workload.train_data import Dataset, data_problem
 from hpml.workloads.train.data import build_dataset
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from hpml.conf.schema import config_from_dict
 from hpml.conf.train_memory import host_memory, step_memory
-from hpml.conf.workload.train import on_disk, per_worker_batch
+from hpml.conf.workload.train import per_worker_batch
+from hpml.conf.workload.train_data import on_disk
 from hpml.launcher.preflight import config_problems
 
 # hpml_cnn (models/small_cnn.py) on 3 x 32 x 32, 10 classes, counted by hand.

@@ -2,50 +2,32 @@
 
 DDP or DataParallel training of a torchvision classifier. Its own rules against the point's resources (strong
 scaling's batch split, DataParallel's one process) are in check_resources; its preflight looks for the model
-in torchvision and the data set on disk.
+in torchvision and the data set on disk (conf/workload/train_data.py: which data set, what it holds, whether it
+is there).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import List, Optional
 
 from hpml.conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
-from hpml.conf.data_on_disk import (
-    OnDisk,
-    cifar10_contents,
-    classes_problem,
-    image_folder_contents,
-    missing_cifar10_files,
-    unreadable_cifar10,
-    unreadable_image_folder,
-)
+from hpml.conf.data_on_disk import CIFAR10_SIDE
 from hpml.conf.limits import require_buffer, require_input_batch, require_repeats
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import model_problem
 from hpml.conf.validation import MISSING, require, require_price
+from hpml.conf.workload.train_data import (
+    REAL_DATASETS,
+    Dataset,
+    check_batch_fits_data,
+    data_problem,
+    on_disk,
+)
 from hpml.conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
 from hpml.contract.train_format import per_worker_batch as worker_batch
-
-CIFAR10_TRAIN_SAMPLES = 50000  # the training split's size (5 batches of 10,000)
-CIFAR10_SIDE = 32  # its images are 32 x 32
-
-
-class Dataset(str, Enum):
-    synthetic = "synthetic"  # random images of the configured shape, generated per worker
-    cifar10 = "cifar10"  # torchvision.datasets.CIFAR10 read from data_root (never downloaded)
-    image_folder = "image_folder"  # torchvision.datasets.ImageFolder at data_root/train
-    # cifar10 when data_root holds torchvision's CIFAR-10 files, else synthetic (the result says which)
-    auto = "auto"
-    # random batches made once on the training device: no loader, no host-to-device copy (a compute
-    # benchmark, like Horovod's synthetic benchmark)
-    synthetic_device = "synthetic_device"
-
-
-REAL_DATASETS = (Dataset.cifar10, Dataset.image_folder)  # read from data_root, with a held-out split
 
 
 class Parallel(str, Enum):
@@ -258,7 +240,7 @@ class TrainConfig(WorkloadConfig):
         require(self.parallel != Parallel.none or world == 1, "resources.workers_per_node",
                 "1 on 1 node when workload.parallel=none (the bare model, one worker; use parallel=ddp for more)",
                 f"{resources.workers_per_node} on {resources.nodes} node(s)")
-        check_batch_fits_data(self, world)
+        check_batch_fits_data(self, world, per_worker_batch(self, world))
         check_accumulation_chunks(self, per_worker_batch(self, world))
         if self.data_placement == DataPlacement.host:  # the device path has no DataLoader (a preset's workers wait
             check_loader_workers_fit(self.loader_workers, resources)  # for workload.data_placement=host)
@@ -315,45 +297,6 @@ def check_data_parallel(cfg: TrainConfig, resources: ResourcesConfig) -> None:
                 f"at most resources.gpus_per_node={resources.gpus_per_node}", cfg.dp_devices)
 
 
-def on_disk(cfg: TrainConfig) -> Optional[OnDisk]:
-    """What the configured real data set holds on disk (cifar10, or auto that found CIFAR-10; image_folder); None
-    for synthetic data or data that is not there (the preflight says so)."""
-    if cfg.dataset in (Dataset.cifar10, Dataset.auto):
-        return cifar10_contents(cfg.data_root)
-    if cfg.dataset == Dataset.image_folder:
-        return image_folder_contents(cfg.data_root)
-    return None
-
-
-def epoch_samples(cfg: TrainConfig) -> Optional[int]:
-    """Samples in one epoch: the data set's on disk where it is there, else what the config tells (CIFAR-10's
-    50,000, the synthetic size; None for an image folder not there)."""
-    if cfg.dataset in (Dataset.synthetic, Dataset.synthetic_device):
-        return cfg.synthetic_samples
-    found = on_disk(cfg)
-    if found is not None:
-        return found.train_samples
-    if cfg.dataset == Dataset.cifar10:
-        return CIFAR10_TRAIN_SAMPLES
-    return cfg.synthetic_samples if cfg.dataset == Dataset.auto else None
-
-
-def check_batch_fits_data(cfg: TrainConfig, world: int) -> None:
-    """Every worker needs one full batch per epoch (the loader drops the last partial one), else the point
-    would start and fail with no step run."""
-    samples = epoch_samples(cfg)
-    if samples is None:
-        return
-    per_worker = per_worker_batch(cfg, world)
-    synthetic = cfg.dataset in (Dataset.synthetic, Dataset.synthetic_device) or on_disk(cfg) is None and \
-        cfg.dataset == Dataset.auto
-    remedy = "raise workload.synthetic_samples" if synthetic else f"use a larger data set than {cfg.data_root}"
-    require(per_worker * world <= samples, "workload.batch_size",
-            f"a batch that fits the data: {world} worker(s) x {per_worker} samples per step is more than the "
-            f"{samples} training samples of an epoch (workload.dataset={cfg.dataset.value}); lower "
-            f"workload.batch_size or {remedy}", cfg.batch_size)
-
-
 def check_batchnorm_samples(cfg: TrainConfig, per_worker: int) -> None:
     """BatchNorm in training cannot normalize one sample (PyTorch raises at the first forward): refuse a forward
     pass of one sample per device (the batch split over DataParallel's devices, times M, over the chunks) for a
@@ -377,27 +320,3 @@ def check_batchnorm_samples(cfg: TrainConfig, per_worker: int) -> None:
             f"x {cfg.batch_augmentation} copies / {cfg.accumulation_chunks} chunks = {samples}", cfg.batch_size)
 
 
-def data_problem(cfg: TrainConfig) -> Optional[str]:
-    """Why the configured data set is not on disk in torchvision's layout (it is never downloaded)."""
-    if cfg.dataset == Dataset.cifar10:
-        absent = missing_cifar10_files(cfg.data_root)
-        if absent:
-            folder = Path(cfg.data_root) / "cifar-10-batches-py"
-            return (f"workload.data_root={cfg.data_root}: no CIFAR-10 there ({folder} lacks "
-                    f"{', '.join(absent[:3])}{'...' if len(absent) > 3 else ''}); put torchvision's "
-                    "cifar-10-python files there or use workload.dataset=synthetic")
-        damaged = unreadable_cifar10("workload.data_root", cfg.data_root)  # no read permission, not pickles
-        if damaged:
-            return damaged
-    if cfg.dataset == Dataset.image_folder and not (Path(cfg.data_root) / "train").is_dir():
-        return (f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders "
-                "(torchvision ImageFolder layout)")
-    if cfg.dataset == Dataset.image_folder and cfg.eval_every and not (Path(cfg.data_root) / "val").is_dir():
-        return (f"workload.data_root={cfg.data_root}: no val/ folder of class sub-folders to evaluate on "
-                "(workload.eval_every > 0)")
-    mismatch = classes_problem(cfg.num_classes, cfg.data_root, on_disk(cfg))
-    if mismatch:
-        return mismatch
-    if cfg.dataset == Dataset.image_folder:  # every image file's header (a sample above 20,000 a split)
-        return unreadable_image_folder("workload.data_root", cfg.data_root, held_out=cfg.eval_every > 0)
-    return None

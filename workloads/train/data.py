@@ -16,8 +16,9 @@ import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from hpml.conf.data_on_disk import cifar10_on_disk
-from hpml.conf.workload.train import REAL_DATASETS, DataPlacement, TrainConfig, per_worker_batch
+from hpml.conf.workload.train import DataPlacement, TrainConfig, per_worker_batch
 from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.conf.workload.train_data import REAL_DATASETS
 from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.common.random_inputs import random_images, random_labels
