@@ -1,17 +1,8 @@
-"""The one thing setup.cfg cannot say: hpml's folders live at the repository's root but install under the hpml name
-(`hpml.launcher` is launcher/, `hpml.workloads.train` is workloads/train/), so no top-level package of a generic
-name (models, tools, conf, ...) is installed to collide with a user's project (issue 32). setuptools' editable
-install (PEP 660) honours the mapping: the checkout's folders are imported in place, and nothing else of the
-checkout (tools/, tests/) is importable."""
+"""hpml is one package, hpml/ (launcher, workloads, conf, analysis, ...), plus Hydra's plugin namespace
+hydra_plugins/, which Hydra finds only at the top level. tools/ and tests/ are scripts and tests run from the
+checkout, never installed. A checkout on PYTHONPATH (the GPU machines run it so) imports the same package."""
 
 from setuptools import find_namespace_packages, setup
 
-# The repository's folders that are hpml's code, each installed as hpml.<folder>
-FOLDERS = ("launcher", "workloads", "conf", "analysis", "contract", "dataprep", "evaluation", "models")
-
-subpackages = find_namespace_packages(include=[pattern for folder in FOLDERS for pattern in (folder, f"{folder}.*")],
-                                      exclude=["*.__pycache__"])
-setup(
-    packages=["hpml"] + [f"hpml.{name}" for name in subpackages] + ["hydra_plugins", "hydra_plugins.hpml_sweeper"],
-    package_dir={"hpml": "hpml", **{f"hpml.{folder}": folder for folder in FOLDERS}},
-)
+setup(packages=find_namespace_packages(include=["hpml", "hpml.*", "hydra_plugins", "hydra_plugins.*"],
+                                      exclude=["*.__pycache__"]))

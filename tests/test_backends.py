@@ -28,10 +28,10 @@ def test_every_cluster_kind_has_one_backend_and_says_where_it_runs():
 
 def test_nothing_outside_the_backends_branches_on_the_cluster_kind():
     """A kind is named (ClusterKind.local, ClusterKind.slurm) only by its backend and by conf/schema.py's table."""
-    allowed = {REPO / "conf" / "schema.py"} | set((REPO / "launcher" / "backends").glob("*.py"))
+    allowed = {REPO / "hpml" / "conf" / "schema.py"} | set((REPO / "hpml" / "launcher" / "backends").glob("*.py"))
     naming = []
     for folder in ("launcher", "conf", "workloads", "analysis", "evaluation", "dataprep", "contract", "models"):
-        for path in (REPO / folder).rglob("*.py"):
+        for path in (REPO / "hpml" / folder).rglob("*.py"):
             if path in allowed:
                 continue
             for node in ast.walk(ast.parse(path.read_text())):

@@ -11,7 +11,7 @@ from hpml.conf.schema import HpmlConfig, config_from_dict
 from hpml.conf.validation import ConfigValueError
 from hpml.conf.workload_contract import Scaling
 
-EXPERIMENTS = Path(__file__).resolve().parent.parent / "conf" / "experiment"
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "hpml" / "conf" / "experiment"
 PRESETS = sorted(p.relative_to(EXPERIMENTS).with_suffix("").as_posix() for p in EXPERIMENTS.rglob("*.yaml"))
 
 

@@ -92,7 +92,7 @@ def test_the_k80_numbers_are_per_board_and_one_cuda_device_gets_half():
 
 def test_pcie_per_direction_follows_the_hardware_groups_convention():
     for gen, link in ((4, "pcie_gen4"), (5, "pcie_gen5")):
-        doc = yaml.safe_load((REPO / "conf" / "hardware" / f"{link}.yaml").read_text())
+        doc = yaml.safe_load((REPO / "hpml" / "conf" / "hardware" / f"{link}.yaml").read_text())
         assert PCIE_X16_GBPS[gen] == doc["workload"]["link_peak_GBps"]
     assert PCIE_X16_GBPS[3] == 8 * 16 / 8  # 8 GT/s x 16 lanes / 8 bits, before 128b/130b encoding
 

@@ -80,8 +80,8 @@ def user_run(tmp_path_factory):
 
 
 def test_the_quickstart_listing_is_the_preset_file():
-    assert block_after("answers. `conf/experiment/quickstart.yaml`:") == \
-        (REPO / "conf" / "experiment" / "quickstart.yaml").read_text()
+    assert block_after("answers. `hpml/conf/experiment/quickstart.yaml`:") == \
+        (REPO / "hpml" / "conf" / "experiment" / "quickstart.yaml").read_text()
 
 
 def test_every_file_of_a_real_sweep_is_in_the_layout_and_every_layout_line_is_there(user_run):
@@ -115,7 +115,7 @@ def test_the_set_up_commands_are_the_ones_ci_runs():
 
 def test_a_preset_added_to_the_checkouts_conf_experiment_is_found(tmp_path):
     """The README's own promise for its editable install: no reinstall after adding a preset."""
-    preset = REPO / "conf" / "experiment" / f"_readme_test_{tmp_path.name}.yaml"
+    preset = REPO / "hpml" / "conf" / "experiment" / f"_readme_test_{tmp_path.name}.yaml"
     preset.write_text(USER_PRESET.replace("my_first", "added_in_checkout"))
     try:
         planned = hpml(tmp_path, "launch", f"experiment={preset.stem}", "--dry-run", timeout=120)

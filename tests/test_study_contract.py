@@ -34,7 +34,7 @@ def test_both_registries_name_the_same_workloads():
 
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_every_workload_has_a_tiny_preset_that_composes_to_one_cpu_point(name, compose_values):
-    assert (REPO / "conf" / "experiment" / "tiny" / f"{name}.yaml").is_file(), \
+    assert (REPO / "hpml" / "conf" / "experiment" / "tiny" / f"{name}.yaml").is_file(), \
         f"workload {name!r} is registered but has no conf/experiment/tiny/{name}.yaml"
     config = config_from_dict(compose_values([f"experiment=tiny/{name}"]))
     assert config.workload.name == name
@@ -47,7 +47,7 @@ def tiny_sweep(request, tmp_path_factory, hpml_in, tiny_data_env):
     that reads real files finds the digits at $HPML_DIGITS_ROOT: conftest's tiny_data_env)."""
     name = request.param
     root = tmp_path_factory.mktemp(f"tiny_{name}")
-    env = tiny_data_env(REPO / "conf" / "experiment" / "tiny" / f"{name}.yaml")
+    env = tiny_data_env(REPO / "hpml" / "conf" / "experiment" / "tiny" / f"{name}.yaml")
     done = hpml_in(root, "launch", f"experiment=tiny/{name}", timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return name, (root / "sweeps" / "latest").resolve()

@@ -81,7 +81,7 @@ def test_the_shadowing_packages_and_the_distribution_are_really_there(project):
 
 
 def test_nothing_of_the_checkout_is_importable_by_a_generic_name():
-    """The install maps each folder under hpml: `import launcher` or `import tools` finds nothing of hpml's."""
+    """Every part is inside the package: `import launcher` or `import tools` finds nothing of hpml's."""
     code = ("import importlib.util as u; print([n for n in %r if u.find_spec(n) is not None]); "
             "import hpml.launcher.cli, hpml.workloads.train.__main__, hpml.conf.schema") % (SHADOWING,)
     done = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, timeout=120)
@@ -136,7 +136,7 @@ def test_a_built_wheel_holds_hpml_alone_with_its_configs_and_kernel_sources(tmp_
     source.mkdir()
     for name in ("setup.py", "setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
-    for folder in ("hpml", "hydra_plugins") + SHADOWING[:-1]:  # tools/ is no package
+    for folder in ("hpml", "hydra_plugins", "tools"):  # tools/ sits beside the package and must stay out of the wheel
         shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                            "--no-index", "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True,
@@ -155,10 +155,22 @@ def test_a_built_wheel_holds_hpml_alone_with_its_configs_and_kernel_sources(tmp_
 
 
 def test_a_checkout_that_is_not_installed_imports_under_hpml_too(tmp_path):
-    """The GPU machines run the checkout with PYTHONPATH=<checkout> and no install (docs/results/*/run_*.sh): hpml's
-    folders are then found under hpml as the installer maps them (python -S: no site-packages, no editable finder)."""
+    """The GPU machines run the checkout with PYTHONPATH=<checkout> and no install (docs/results/*/run_*.sh): the
+    package is the checkout's hpml/ folder itself (python -S: no site-packages, no editable finder)."""
     done = subprocess.run([sys.executable, "-S", "-c", "import hpml.launcher.cli as c, hpml.contract.units as u; "
                            "print(c.__file__, u.GB)"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(REPO / "launcher" / "cli.py"), "1000000000.0"]
+    assert done.stdout.split() == [str(REPO / "hpml" / "launcher" / "cli.py"), "1000000000.0"]
+
+
+def test_the_package_is_one_real_folder_with_no_mapping():
+    """hpml/ holds every part of hpml (issue 42): setup.py maps no folder under another name (package_dir) and no
+    module edits a package's __path__, so a tool that reads imports follows hpml.launcher to hpml/launcher/."""
+    assert "package_dir" not in (REPO / "setup.py").read_text() + (REPO / "setup.cfg").read_text()
+    editing = [str(path.relative_to(REPO)) for folder in ("hpml", "hydra_plugins") for path in (REPO / folder).rglob("*.py")
+               if "__path__" in path.read_text()]
+    assert editing == []
+    for part in ("launcher", "workloads", "conf", "analysis", "contract", "dataprep", "evaluation", "models"):
+        assert (REPO / "hpml" / part / "__init__.py").is_file(), part
+        assert not (REPO / part).exists(), f"{part}/ is at the repository's root again"

@@ -130,8 +130,8 @@ def test_resolution_refuses_what_the_process_cannot_do():
 def test_every_registered_workload_has_its_yaml_its_worker_and_the_contract_fields(compose_values):
     for name, schema in WORKLOAD_SCHEMAS.items():
         assert issubclass(schema, WorkloadConfig), name
-        assert (REPO / "conf" / "workload" / f"{name}.yaml").is_file(), name
-        assert (REPO / "workloads" / name / "__main__.py").is_file(), name
+        assert (REPO / "hpml" / "conf" / "workload" / f"{name}.yaml").is_file(), name
+        assert (REPO / "hpml" / "workloads" / name / "__main__.py").is_file(), name
         assert [f.name for f in dataclasses.fields(schema)][:3] == ["name", "device", "backend"]
         config = config_from_dict(compose_values([f"workload={name}"]))
         assert type(config.workload) is schema and config.workload.name == name
@@ -182,14 +182,14 @@ def test_a_worker_refuses_a_bad_config_with_the_launchers_own_line(tmp_path, com
 
 def conf_modules() -> List[str]:
     modules = []
-    for path in sorted((REPO / "conf").rglob("*.py")):
+    for path in sorted((REPO / "hpml" / "conf").rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
-        modules.append(".".join(("hpml",) + (parts[:-1] if parts[-1] == "__init__" else parts)))
+        modules.append(".".join((parts[:-1] if parts[-1] == "__init__" else parts)))
     return modules
 
 
 def imported_conf_modules(module: str) -> set:
-    path = REPO / Path(*module.split(".")[1:])  # hpml.conf.x is conf/x
+    path = REPO / Path(*module.split("."))  # hpml.conf.x is hpml/conf/x
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -229,7 +229,7 @@ def test_workers_import_no_hydra_omegaconf_launcher_or_analysis(workload):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("path", ["conf/schema.py", "launcher/preflight.py", "launcher/config_store.py"])
+@pytest.mark.parametrize("path", ["hpml/conf/schema.py", "hpml/launcher/preflight.py", "hpml/launcher/config_store.py"])
 def test_the_generic_config_code_names_no_workload(path):
     """They reach workloads through the registry and the hooks only: no schema class, no conf.workload.<name>."""
     tree = ast.parse((REPO / path).read_text())
@@ -246,7 +246,7 @@ def test_conf_imports_nothing_above_it_not_even_inside_a_function(module):
     """conf/ is the bottom of the config side: it may import contract/ and models/ (lower layers), never the
     launcher, the workloads, the analysis or evaluation, not even lazily (issue 32: quantize's check imported
     evaluation inside a function)."""
-    path = REPO / Path(*module.split(".")[1:])
+    path = REPO / Path(*module.split("."))
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     above = ("launcher", "workloads", "analysis", "evaluation", "dataprep")
     for node in ast.walk(ast.parse(path.read_text())):

@@ -17,7 +17,7 @@ mkdir -p "$here"
   echo "SIMD flags: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx_vnni|avx512_bf16|amx_int8' /proc/cpuinfo | tr '\n' ' ')"
   env | grep -E '^(ATEN_CPU_CAPABILITY|FBGEMM_ENABLE_INSTRUCTIONS|ONEDNN_MAX_CPU_ISA)=' || true
   python -c "import torch; print('torch', torch.__version__, 'CPU capability', torch.backends.cpu.get_cpu_capability(), 'quantized engines', torch.backends.quantized.supported_engines)"
-  python -c "from workloads.quantize import torch_ao; b = torch_ao.engine_block('auto'); print('exact int8 engines', b['engines_exact']); print('chosen', b['engine'], '-', b['engine_reason'])"
+  python -c "from hpml.workloads.quantize import torch_ao; b = torch_ao.engine_block('auto'); print('exact int8 engines', b['engines_exact']); print('chosen', b['engine'], '-', b['engine_reason'])"
 } > "$here/machine.txt"
 hpml launch experiment=quantization_digits workload.data_root="$root" sweep.root="$here"
 sweep=$(realpath --relative-to=. "$(readlink -f "$here/latest")")

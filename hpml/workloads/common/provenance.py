@@ -21,9 +21,9 @@ DISTRIBUTION = "hpml"
 # nvidia-smi 580 underlines the topology's header even into a pipe (seen on an H100 host): keep plain text.
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
-# The folder that holds the imported `workloads` package: the checkout for an editable install (or a run
-# from the checkout), site-packages for a plain install.
-CODE_ROOT = Path(__file__).resolve().parents[2]
+# The folder that holds the imported `hpml` package: the checkout for an editable install (or a run from the
+# checkout), site-packages for a plain install.
+CODE_ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_bounded(command: List[str], cwd: Optional[Path] = None,
