@@ -117,7 +117,7 @@ def test_a_cached_build_costs_no_compile_time(tmp_path):
 def test_two_concurrent_builds_compile_once(tmp_path):
     log = tmp_path / "compiles.log"
     slow = wrapper(tmp_path, "slow-cxx", "slow-cxx 1.0", log=log, sleep_s=1)
-    code = ("import json, sys; from pathlib import Path; from workloads.cuda_vecadd.cpu_path import build_cpu; "
+    code = ("import json, sys; from pathlib import Path; from hpml.workloads.cuda_vecadd.cpu_path import build_cpu; "
             "print(json.dumps(build_cpu(Path(sys.argv[1])).record))")
     env = {**os.environ, "CXX": str(slow)}
     processes = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "cache")], cwd=REPO, env=env,

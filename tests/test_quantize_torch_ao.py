@@ -77,7 +77,7 @@ def test_probe_on_this_cpus_int8_kernels_finds_an_exact_engine_and_qnnpack_exact
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_probe_with_x86_int8_kernels_capped_at_avx2_finds_them_saturating():
     """The probe can fail: fbgemm and oneDNN on AVX2 (no VNNI) saturate, and auto moves to QNNPACK."""
-    script = ("from workloads.quantize import torch_ao; b = torch_ao.engine_block('auto'); "
+    script = ("from hpml.workloads.quantize import torch_ao; b = torch_ao.engine_block('auto'); "
               "print(b['engine'], b['engines_exact']['x86'], b['engines_exact']['onednn'])")
     out = subprocess.run([sys.executable, "-c", script], env={**os.environ, **AVX2_ONLY}, capture_output=True,
                          text=True, timeout=300)

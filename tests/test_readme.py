@@ -133,4 +133,4 @@ def test_the_workers_import_the_code_the_cli_imports(user_run):
 
     sweep, _ = user_run
     result = json.loads((sweep / "points" / "0" / "result.json").read_text())
-    assert result["environment"]["hpml"]["code_root"] == str(Path(launcher.__file__).resolve().parents[1])
+    assert result["environment"]["hpml"]["code_root"] == str(Path(launcher.__file__).resolve().parents[2])

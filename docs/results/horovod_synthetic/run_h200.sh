@@ -138,8 +138,8 @@ try:
         print(f"ResNet-50 on {maxn} GPUs (Horovod's protocol, batch 32/GPU, fusion 64 MiB; medians over every "
               f"iteration of every run): Horovod-style {hvd.iloc[0]:.0f} images/s, DDP {ddp.iloc[0]:.0f}; ratio "
               f"{ratio:.4f} (within 3 %: {'PASS' if abs(ratio - 1) <= 0.03 else 'FAIL'})")
-    from analysis.results import load_results
-    from analysis.synthetic.runs import synthetic_runs
+    from hpml.analysis.results import load_results
+    from hpml.analysis.synthetic.runs import synthetic_runs
     import statistics
     runs = synthetic_runs(load_results(root).rows).rows
     bar = runs[(runs["sweep"] == "synthetic_horovod") & (runs["world_size"] == maxn)]
