@@ -92,11 +92,11 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
     elif shares["busy"] >= GPU_BOUND_SHARE:
         verdict = "GPU-bound"
         knob = ("the GPU is busy: cheaper arithmetic (workload.precision=bf16, workload.channels_last=true, "
-                "workload.compile=max-autotune) or more GPUs")
+                "workload.compile=max_autotune) or more GPUs")
     else:
         verdict = "host-bound"
         knob = (f"per-GPU batch {per_device_batch} is host-bound (the GPU idles between kernels): a larger batch "
-                "per GPU, workload.cuda_graphs=true or workload.compile=reduce-overhead")
+                "per GPU, workload.cuda_graphs=true or workload.compile=reduce_overhead")
     return {"verdict": verdict, "knob": knob, "shares": shares,
             "thresholds": {"data": DATA_BOUND_SHARE, "comm": COMM_BOUND_SHARE, "busy": GPU_BOUND_SHARE}}
 

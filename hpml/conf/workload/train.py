@@ -55,8 +55,13 @@ class CompileMode(str, Enum):
     none = "none"  # eager
     default = "default"  # inductor's fused kernels
     # default plus CUDA graphs (torch's graph trees): a replay per compiled region instead of a launch per kernel
-    reduce_overhead = "reduce-overhead"
-    max_autotune = "max-autotune"  # reduce-overhead plus a search over matmul/convolution kernels (minutes)
+    reduce_overhead = "reduce_overhead"
+    max_autotune = "max_autotune"  # reduce_overhead plus a search over matmul/convolution kernels (minutes)
+
+    @property
+    def torch_mode(self) -> str:
+        """torch.compile's spelling ("reduce-overhead"); the config's has underscores (Hydra enum names)."""
+        return self.value.replace("_", "-")
 
 
 class DataPlacement(str, Enum):
@@ -262,7 +267,7 @@ class TrainConfig(WorkloadConfig):
                 "false without GPUs (resources.gpus_per_node=0): a CUDA graph is captured on a GPU; "
                 "workload.compile=default runs on a CPU", self.cuda_graphs)
         require(self.compile != CompileMode.reduce_overhead or resources.gpus_per_node >= 1, "workload.compile",
-                "none, default or max-autotune without GPUs (resources.gpus_per_node=0): reduce-overhead is "
+                "none, default or max_autotune without GPUs (resources.gpus_per_node=0): reduce_overhead is "
                 "CUDA graphs", self.compile.value)
         check_batch_fits_data(self, world, per_worker_batch(self, world))
         check_accumulation_chunks(self, per_worker_batch(self, world))
@@ -297,9 +302,9 @@ def cuda_graph_conflicts(cfg: TrainConfig) -> List[str]:
     conflicts = []
     if cfg.parallel != Parallel.none:
         conflicts.append(f"parallel={cfg.parallel.value} (DDP's bucketed all-reduce and DataParallel's threads are "
-                         "not captured here; use parallel=none on one GPU, or compile=reduce-overhead with DDP)")
+                         "not captured here; use parallel=none on one GPU, or compile=reduce_overhead with DDP)")
     if cfg.compile != CompileMode.none:
-        conflicts.append(f"compile={cfg.compile.value} (one capture at a time: compile=reduce-overhead is torch's "
+        conflicts.append(f"compile={cfg.compile.value} (one capture at a time: compile=reduce_overhead is torch's "
                          "own CUDA graphs)")
     if cfg.precision == Precision.fp16:
         conflicts.append("precision=fp16 (its gradient scaler reads inf checks on the host every step; use bf16)")

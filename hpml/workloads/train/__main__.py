@@ -127,7 +127,7 @@ def compiled(model: torch.nn.Module, cfg: TrainConfig) -> torch.nn.Module:
     """torch.compile in workload.compile's mode (DDP: the wrapper is compiled, DDPOptimizer splits at buckets)."""
     if cfg.compile == CompileMode.none:
         return model
-    return torch.compile(model, mode=cfg.compile.value)
+    return torch.compile(model, mode=cfg.compile.torch_mode)
 
 
 def training_data(cfg: TrainConfig, seed: int, ctx: DistContext, kind: Dataset, placement: DataPlacement):
