@@ -39,8 +39,8 @@ from hpml.workloads.train import lr_schedule, parallel
 from hpml.workloads.train.data import build_loader, per_worker_batch, placement_used, resolve_dataset, set_epoch
 from hpml.workloads.train.device_data import device_data
 from hpml.workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
-from hpml.workloads.train.graphed_step import GraphedStepper, graph_optimizer
 from hpml.workloads.train.evaluation import eval_loader, evaluate
+from hpml.workloads.train.graphed_step import GraphedStepper, graph_optimizer
 from hpml.workloads.train.lr_schedule import target_lr
 from hpml.workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
 from hpml.workloads.train.model import build_model, configure_backends, gradient_bytes

@@ -25,8 +25,8 @@ from hpml.workloads.train.batch_probe import probe_max_batch
 from hpml.workloads.train.data import per_worker_batch, placement_used
 from hpml.workloads.train.device_data import DeviceEpochs
 from hpml.workloads.train.epochs import EpochLog, Stepper
-from hpml.workloads.train.phases import NullClock
 from hpml.workloads.train.model import autocast, build_model, memory_format, tf32_in_force
+from hpml.workloads.train.phases import NullClock
 from hpml.workloads.train.tta import EvaluationLog, time_to_accuracy
 
 EPOCH_METHOD = ("wall clock from a barrier at the epoch's start to the end of its last step (device "
