@@ -13,14 +13,16 @@ TF32 allowed) -> tf32; fp32 -> the plain fp32 rate. No GPU, a GPU not in conf/ha
 dtype it has no rate for: MFU is None, with the reason.
 
 What bounds the step (`step_bound`), from per-step seconds measured on rank 0 (the inputs are recorded):
+    busy share   = device compute time / step time       (GPU: the union of the intervals of kernels other than
+                                                          NCCL's, torch.profiler; None on a CPU)
     data share   = loader wait per step / step time       (phase "data": the host waiting for next(loader))
     comm share   = exposed communication / step time     (DDP's no_sync probe: synced - no_sync median)
-    busy share   = device busy time / step time          (GPU: the union of kernel intervals, torch.profiler)
 In this order, the first rule that holds:
+    busy share >= GPU_BOUND_SHARE            -> GPU-bound (first: a busy GPU sets the pace, and the host that runs
+                                                ahead of it blocks anywhere, in next(loader) too)
     data share >= DATA_BOUND_SHARE           -> data-bound
     comm share >= COMM_BOUND_SHARE           -> communication-bound
     no device timeline (CPU)                 -> CPU-bound (the host does the arithmetic itself)
-    busy share >= GPU_BOUND_SHARE            -> GPU-bound
     otherwise                                -> host-bound (the GPU idles between kernels while Python launches)
 """
 
@@ -32,7 +34,7 @@ DATA_BOUND_SHARE = 0.25  # a quarter of the step waiting for data: the loader, n
 COMM_BOUND_SHARE = 0.25  # a quarter of the step is all-reduce that backward could not hide
 GPU_BOUND_SHARE = 0.80  # the device is busy 80 % of the step; below, it waits on the host between kernels
 
-VERDICTS = ("data-bound", "communication-bound", "CPU-bound", "GPU-bound", "host-bound")
+VERDICTS = ("GPU-bound", "data-bound", "communication-bound", "CPU-bound", "host-bound")
 
 # precision (workload.precision) -> the key of conf/hardware/gpu_peaks.py's tflops table
 PEAK_DTYPE = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp32": "fp32"}
@@ -74,11 +76,15 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
 
     step_s: median step time (wall, step end to step end); data_s: median loader wait per step; comm_s: exposed
     communication per step (None: not measured or one worker); busy_s: device busy time per step (None: no GPU
-    timeline, i.e. a CPU run or the probe off)."""
+    timeline, i.e. a CPU run or the probe off; NCCL's kernels are not in it)."""
     if step_s <= 0:
         raise ValueError(f"step time {step_s!r}: must be > 0")
     shares = {"data": _share(data_s, step_s), "comm": _share(comm_s, step_s), "busy": _share(busy_s, step_s)}
-    if shares["data"] >= DATA_BOUND_SHARE:
+    if shares["busy"] is not None and shares["busy"] >= GPU_BOUND_SHARE:
+        verdict = "GPU-bound"
+        knob = ("the GPU is busy: cheaper arithmetic (workload.precision=bf16, workload.channels_last=true, "
+                "workload.compile=max_autotune) or more GPUs")
+    elif shares["data"] >= DATA_BOUND_SHARE:
         verdict = "data-bound"
         knob = ("the step waits for its batch: more workload.loader_workers, or workload.data_placement=device "
                 "(the data set on the GPU)")
@@ -89,10 +95,6 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
     elif shares["busy"] is None:
         verdict = "CPU-bound"
         knob = "the CPU does the arithmetic: run on a GPU, or a smaller model or batch"
-    elif shares["busy"] >= GPU_BOUND_SHARE:
-        verdict = "GPU-bound"
-        knob = ("the GPU is busy: cheaper arithmetic (workload.precision=bf16, workload.channels_last=true, "
-                "workload.compile=max_autotune) or more GPUs")
     else:
         verdict = "host-bound"
         knob = (f"per-GPU batch {per_device_batch} is host-bound (the GPU idles between kernels): a larger batch "

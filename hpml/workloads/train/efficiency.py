@@ -5,8 +5,9 @@
 - Peak: the device's dense peak for the precision used (conf/hardware/gpu_peaks.py), per device; None with the
   reason on a CPU, on a GPU not in the table, or for a dtype it has no rate for.
 - Busy share (GPU, workload.bound_probe_steps > 0): after training, that many real steps under torch.profiler
-  (device activity only); the union of the kernels' intervals on the device per step is the device's busy time
-  (overlapping kernels of several streams count once). The step time it is compared with is the epochs' median
+  (device activity only); the union of the intervals of the kernels other than NCCL's on the device per step is
+  the device's busy time (overlapping kernels of several streams count once; an NCCL kernel waiting for a slower
+  rank is communication, judged by the comm probe, not compute). The step time it is compared with is the epochs' median
   step (unprofiled), so the profiler's own cost does not inflate the idle share.
 `efficiency_record` gathers the inputs (recorded in result.json as measurements.efficiency) and the numbers
 derived from them.
@@ -28,7 +29,8 @@ FLOPS_METHOD = ("torch.utils.flop_counter.FlopCounterMode over forward + cross-e
                 "the meta device at batch 2, / 2 (matrix products only, 2 FLOPs per MAC; no recomputation, no "
                 "optimizer); MFU = FLOPs/sample x samples/step / median timed step / (devices x dense peak)")
 BUSY_METHOD = ("after training, workload.bound_probe_steps real steps under torch.profiler (CUDA activity): "
-               "union of kernel intervals on the device per step, against the epochs' median step time")
+               "union of the intervals of kernels other than NCCL's on the device per step (busy_s_per_step; with "
+               "NCCL's: any_kernel_s_per_step), against the epochs' median step time")
 
 
 def count_flops(model_name: str, num_classes: int, cifar_stem: bool, input_shape: Sequence[int]) -> Dict[str, Any]:
@@ -83,10 +85,12 @@ def device_busy_probe(run_steps: Callable[[int], None], steps: int) -> Dict[str,
         run_steps(steps)
         torch.cuda.synchronize()
     wall = time.perf_counter() - began
-    kernels = [(e.time_range.start, e.time_range.end) for e in prof.events()
+    kernels = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
                if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start]
-    busy_us = merged_busy_us(kernels)
-    return {"steps": steps, "kernels": len(kernels), "busy_s_per_step": busy_us / 1e6 / steps,
+    compute = [(a, b) for name, a, b in kernels if "nccl" not in name.lower()]
+    return {"steps": steps, "kernels": len(kernels),
+            "busy_s_per_step": merged_busy_us(compute) / 1e6 / steps,  # NCCL's kernels left out (the verdict's)
+            "any_kernel_s_per_step": merged_busy_us((a, b) for _, a, b in kernels) / 1e6 / steps,
             "profiled_wall_s_per_step": wall / steps, "method": BUSY_METHOD}
 
 
