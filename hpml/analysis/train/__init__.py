@@ -14,6 +14,7 @@ from typing import List
 
 from hpml.analysis.results import WorkloadResults
 from hpml.analysis.sections import Section, Table
+from hpml.analysis.train.checks import training_result_checks
 from hpml.analysis.train.efficiency import (
     MFU_INTRO,
     SCALING_HEADERS,
@@ -23,7 +24,6 @@ from hpml.analysis.train.efficiency import (
     na_lines,
     scaling_cells,
 )
-from hpml.analysis.train.checks import training_result_checks
 from hpml.analysis.train.runs import is_train_run, train_run
 from hpml.analysis.train.sections import train_sections
 from hpml.analysis.tta.runs import has_evaluation

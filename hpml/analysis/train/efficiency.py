@@ -75,15 +75,16 @@ def _mean(values: List[Optional[float]]) -> Optional[float]:
 
 
 def efficiency_table(docs: List[Mapping[str, Any]], label_of) -> pd.DataFrame:
-    """One row per configuration (label_of(doc)), devices and per-device batch, repeats pooled: the mean MFU and
+    """One row per configuration (label_of(doc)), devices, per-device batch and technique, repeats pooled: the mean MFU and
     TFLOP/s, the median step, the most common verdict (its shares the mean of the runs that have it)."""
     groups: Dict[tuple, List[Mapping[str, Any]]] = {}
     for doc in docs:
         m = doc["measurements"]
-        key = (label_of(doc), doc["config"]["workload"]["model"], m.get("devices", 1), m.get("per_device_batch"))
+        key = (label_of(doc), doc["config"]["workload"]["model"], m.get("devices", 1), m.get("per_device_batch"),
+               *techniques_of(doc).values())
         groups.setdefault(key, []).append(doc)
     rows = []
-    for (label, model, devices, batch), members in sorted(groups.items(), key=lambda item: str(item[0])):
+    for (label, model, devices, batch, *_), members in sorted(groups.items(), key=lambda item: str(item[0])):
         found = [efficiency_of(d["measurements"]) for d in members]
         setups = [setup_of(d) for d in members]
         verdicts = Counter(f["bound"] for f in found if f["bound"])
@@ -139,12 +140,12 @@ SCALING_HEADERS = ["configuration", "model", "devices", "per-device batch", "run
 
 
 def technique_cells(r: Mapping[str, Any]) -> List[Any]:
-    return [r["label"], r["precision"], "yes" if r["channels_last"] else "no", r["compile"],
+    return [r["label"], r["model"], r["precision"], "yes" if r["channels_last"] else "no", r["compile"],
             "yes" if r["cuda_graphs"] else "no", r["per_device_batch"], r["runs"], number(r["step_median_s"], ".2f", 1e3),
             number(r["achieved_tflops"], ".1f"), percent(r["mfu"]), r["bound"] or "n/a", *_share_cells(r),
             number(r["first_step_extra_s"], ".2f"), number(r["graph_capture_s"], ".1f", 1e3)]
 
 
-TECHNIQUE_HEADERS = ["configuration", "precision", "channels_last", "compile", "CUDA graph", "batch", "runs",
+TECHNIQUE_HEADERS = ["configuration", "model", "precision", "channels_last", "compile", "CUDA graph", "batch", "runs",
                      "step [ms]", "TFLOP/s", "MFU", "bound", "GPU busy", "data wait", "exposed comm",
                      "first step extra [s]", "capture [ms]"]
