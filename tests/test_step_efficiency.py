@@ -179,3 +179,43 @@ def test_h100_verdicts_recompute_from_the_recorded_inputs():
     assert verdicts[("resnet18", "none", True)] == "GPU-bound"  # the whole-step graph: 95 %
     assert verdicts[("resnet50", "none", True)] == "GPU-bound"
     assert verdicts[("resnet50", "none", False)] == "host-bound"
+
+
+# --- the reports ------------------------------------------------------------------------------------------------
+
+def test_compare_has_mfu_as_a_headline_recomputed_from_the_inputs():
+    from hpml.analysis.compare.metrics import HEADLINES
+
+    [metric] = [m for m in HEADLINES["train"] if m.name == "MFU"]
+    assert metric.unit == "%" and metric.better == "higher"
+    graphed = h100_results()[("resnet18", "none", True)]
+    e = graphed["measurements"]["efficiency"]
+    assert metric.value(graphed) == pytest.approx(100 * 3_328_997_376 * 128 / e["bound_inputs"]["step_s"] / 989.4e12)
+    version1 = {"measurements": {k: v for k, v in graphed["measurements"].items() if k != "efficiency"}}
+    assert metric.value(version1) is None  # written before MFU: not compared, not zero
+
+
+def test_a_result_without_the_record_reads_not_recorded():
+    from hpml.analysis.train.efficiency import NOT_RECORDED, efficiency_of
+
+    found = efficiency_of({"epoch_time_s": [1.0, 1.0]})
+    assert found["mfu"] is None and found["mfu_na"] == NOT_RECORDED and found["bound"] is None
+
+
+def test_the_h100_report_puts_each_points_mfu_and_verdict_in_the_technique_table(tmp_path):
+    from tests.conftest import run_hpml
+
+    out = tmp_path / "report"
+    done = run_hpml(["report", str(H100_RESULTS), "--out", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = (out / "report.md").read_text()
+    start = text.index("## Step efficiency by technique")
+    table = text[start:text.index("\n## ", start + 1)]
+    rows = [line for line in table.splitlines() if line.startswith("| step_efficiency") or line.startswith("| tta")]
+    assert len(rows) == 5
+    graphed = next(r for r in rows if r.startswith("| step_efficiency_graphs"))
+    cells = [c.strip() for c in graphed.strip("|").split("|")]
+    assert cells[1:6] == ["resnet18", "bf16", "yes", "none", "yes"]
+    assert cells[8:12] == ["3.12", "136.7", "13.8 %", "GPU-bound"]
+    assert "How far from the GPU's limit" not in text  # one table per report: the techniques one here
+    assert (out / "step_efficiency.csv").is_file()
