@@ -94,6 +94,13 @@ def test_a_slow_loader_is_data_bound(tmp_path, hpml):
     bound = result["measurements"]["efficiency"]["bound"]
     assert bound["verdict"] == "data-bound", bound
     assert "loader_workers" in bound["knob"] and result["derived"]["bound"] == "data-bound"
+    report = hpml("report", "sweeps/latest", "--out", "report")
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    section = text[text.index("### How far from the GPU's limit"):]
+    row = next(line for line in section.splitlines() if line.startswith("| "))  # the header
+    assert "MFU" in row and "| n/a | data-bound |" in section  # a CPU has no peak: n/a, with the reason below
+    assert "MFU n/a: CPU: no dense peak is published for this host" in section
 
 
 def test_ddp_over_gloo_with_a_big_model_and_a_tiny_batch_is_communication_bound(tmp_path, hpml):
