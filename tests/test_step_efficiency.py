@@ -219,3 +219,12 @@ def test_the_h100_report_puts_each_points_mfu_and_verdict_in_the_technique_table
     assert cells[8:12] == ["3.12", "136.7", "13.8 %", "GPU-bound"]
     assert "How far from the GPU's limit" not in text  # one table per report: the techniques one here
     assert (out / "step_efficiency.csv").is_file()
+
+
+def test_the_second_h100_call_recorded_the_verdict_the_rule_gives():
+    # written by the worker of this branch (the GPU asked first): GPU-bound, and the analysis agrees
+    [path] = sorted((H100_RESULTS.parent.parent / "h100_1gpu_call2/sweeps").glob("*/points/*/result.json"))
+    result = json.loads(path.read_text())
+    e = result["measurements"]["efficiency"]
+    assert result["derived"]["bound"] == e["bound"]["verdict"] == bound_of_record(e["bound_inputs"])["verdict"] == "GPU-bound"
+    assert e["busy_probe"]["busy_s_per_step"] <= e["busy_probe"]["any_kernel_s_per_step"]
