@@ -48,6 +48,7 @@ class GraphedStepper(Stepper):
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.static_images = self.static_labels = None
         self.capture_s: Optional[float] = None
+        self.eager_steps = 0  # this process's (a resumed run starts at a later global step and warms up again)
         self.side = torch.cuda.Stream(device=self.device)
 
     def reset_sums(self) -> None:
@@ -73,8 +74,9 @@ class GraphedStepper(Stepper):
         self.global_step += 1
 
     def __call__(self, batches: Iterator, clock: NullClock) -> None:
-        if self.graph is None and self.global_step < WARMUP_STEPS:
+        if self.graph is None and self.eager_steps < WARMUP_STEPS:
             self.eager_on_side_stream(batches, clock)
+            self.eager_steps += 1
             return
         clock.begin_step()
         images, labels = next(batches)
