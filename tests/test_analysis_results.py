@@ -33,7 +33,7 @@ def test_bad_files_are_problems_and_good_ones_load(tmp_path):
     write_fake_result(tmp_path, good(1, workers_per_node=2))
     (tmp_path / "points" / "2").mkdir(parents=True)
     (tmp_path / "points" / "2" / "result.json").write_text('{"schema_version": 1, "identity": ')
-    write_fake_result(tmp_path, {**good(3), "schema_version": 2})
+    write_fake_result(tmp_path, {**good(3), "schema_version": 3})
     no_measurements = good(4)
     del no_measurements["measurements"]["epoch_time_s"]
     write_fake_result(tmp_path, no_measurements)
@@ -45,7 +45,7 @@ def test_bad_files_are_problems_and_good_ones_load(tmp_path):
     assert loaded.files_found == 5
     problems = problems_by_point(loaded)
     assert problems["2"] == "truncated JSON: Expecting value (line 1, column 35)"
-    assert problems["3"].startswith("schema_version 2 is not supported")
+    assert problems["3"].startswith("schema_version 3 is not supported (this analysis reads versions 1 and 2)")
     assert problems["4"] == "measurements.epoch_time_s: missing"
 
 

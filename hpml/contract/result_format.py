@@ -1,4 +1,4 @@
-"""result.json, schema version 1: the shared constants and rules (the whole format: docs/result-schema.md).
+"""result.json, schema version 2: the shared constants and rules (the whole format: docs/result-schema.md).
 
 The workloads write these numbers and the analysis checks them; a change here is a change of the format.
 """
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: train's workload.compile is a mode string (was a bool); MFU and the step's bound added
+READABLE_SCHEMA_VERSIONS = (1, 2)  # the analysis reads both: a version-1 train result has no MFU (n/a, says why)
 STATUSES = ("ok", "failed", "oom", "timeout")
 SCALING_MODES = ("weak", "strong")
 WARMUP_EPOCHS = 1  # epoch 1 is warm-up: its time is never reported

@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from hpml.contract.result_format import SCALING_MODES, SCHEMA_VERSION, STATUSES
+from hpml.contract.result_format import READABLE_SCHEMA_VERSIONS, SCALING_MODES, STATUSES
 from hpml.contract.telemetry_format import TELEMETRY_STATUSES
 
 # A workload's own rules for its ok results, registered in analysis.registry.RESULT_CHECKS: the document
@@ -206,16 +206,17 @@ def check_kinds(doc: Mapping[str, Any], table: Mapping[str, Kind]) -> List[str]:
 
 
 def validate_result(doc: Any, checks: Optional[Mapping[str, ResultCheck]] = None) -> List[str]:
-    """Every way `doc` breaks schema version 1, one line each; [] when the analysis can use it. `checks`:
+    """Every way `doc` breaks the schema versions the analysis reads, one line each; [] when the analysis can use it. `checks`:
     per workload name, the rules its ok results must also pass (analysis.registry.RESULT_CHECKS)."""
     if not isinstance(doc, dict):
         return [f"the document is {type(doc).__name__}, not a JSON object"]
     if "schema_version" not in doc:
         return ["schema_version: missing"]
     version = doc["schema_version"]
-    if type(version) is not int or version != SCHEMA_VERSION:
-        return [f"schema_version {shown(version)} is not supported (this analysis reads version "
-                f"{SCHEMA_VERSION}); a breaking change of the result format bumps the version"]
+    if type(version) is not int or version not in READABLE_SCHEMA_VERSIONS:
+        readable = " and ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
+        return [f"schema_version {shown(version)} is not supported (this analysis reads versions {readable}); a "
+                "breaking change of the result format bumps the version"]
     errors = check_kinds(doc, ENVELOPE) + telemetry_errors(doc)
     workload_check = (checks or {}).get(doc["identity"]["workload"]) if not errors else None
     if errors or doc["status"] != "ok" or workload_check is None:

@@ -14,7 +14,7 @@
 # lines) as docs/results/lib/stages.sh says: a stage starts only if the seconds elapsed plus its estimate
 # (EST_<stage>, from the 1- and 4-GPU H200 runs) stay within the budget; a skipped stage is listed in run.log
 # and bars.txt and can be run alone afterwards (e.g. STAGES=limit,large).
-# BAR_EXTRA (default workload.compile=true): overrides of stage bar. On one H200 the eager loop ran at
+# BAR_EXTRA (default workload.compile=default; before result schema 2: workload.compile=true): overrides of stage bar. On one H200 the eager loop ran at
 # 4,577 images/s and the compiled one at 6,536 (docs/results/hw5_scaling/README.md); BAR_EXTRA= (empty)
 # measures eager.
 # Python packages the CUDA image lacks (hydra-core, omegaconf, antlr4-python3-runtime, submitit) are
@@ -44,7 +44,7 @@ GPU="resources.gpus_per_node=$GPUS hardware=h200_nvlink"
 HW5="workload.synthetic_samples=8192 workload.comm_probe_steps=20 workload.profile_comm_steps=5"
 
 stage bar "$EST_bar" experiment=hw5_resnet50_bar $GPU resources.workers_per_node=$BAR_NS \
-  ${BAR_EXTRA-workload.compile=true}
+  ${BAR_EXTRA-workload.compile=default}
 stage ddp "$EST_ddp" experiment=hw5_scaling $GPU $HW5 resources.workers_per_node=$NS workload.batch_size=32,128,512
 stage dp "$EST_dp" experiment=hw5_scaling $GPU $HW5 workload.parallel=dp resources.workers_per_node=1 \
   workload.dp_devices=$NS workload.batch_size=32,128,512

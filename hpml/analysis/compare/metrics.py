@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from hpml.analysis.compare import study_metrics as study
+from hpml.analysis.train.efficiency import efficiency_of
 from hpml.contract.result_format import timed_values
 
 
@@ -40,6 +41,13 @@ def _step_time_ms(doc: Mapping[str, Any]) -> Optional[float]:
     m = doc["measurements"]
     steps = [s for epoch in timed_values(m["step_time_s"], m) for s in epoch]
     return statistics.median(steps) * 1000 if steps else None
+
+
+def _mfu_percent(doc: Mapping[str, Any]) -> Optional[float]:
+    """MFU recomputed from the recorded inputs (analysis.train.efficiency); None on a CPU, an unknown GPU or a
+    result that predates it."""
+    found = efficiency_of(doc["measurements"])
+    return 100 * found["mfu"] if found["mfu"] is not None else None
 
 
 def _throughput(doc: Mapping[str, Any]) -> Optional[float]:
@@ -160,6 +168,7 @@ def _allreduce_busbw(doc: Mapping[str, Any]) -> Optional[float]:
 TRAIN = [
     Metric("epoch time", "s", "lower", _epoch_time),
     Metric("step time (median)", "ms", "lower", _step_time_ms),
+    Metric("MFU", "%", "higher", _mfu_percent),
     Metric("throughput", "samples/s", "higher", _throughput),
     Metric("held-out top-1 (last evaluation)", "%", "higher", _final_top1),
     Metric("time to accuracy", "s", "lower", _time_to_accuracy, time_to_accuracy=True),

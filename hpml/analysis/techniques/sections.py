@@ -15,6 +15,14 @@ from hpml.analysis.techniques import compare, profile
 from hpml.analysis.techniques.plots import precision_curves, profile_pie
 from hpml.analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, has_profile, telemetry_numbers
 from hpml.analysis.techniques.setting_names import setting_names
+from hpml.analysis.train.efficiency import (
+    MFU_INTRO,
+    TECHNIQUE_HEADERS,
+    differs_in_technique,
+    efficiency_table,
+    na_lines,
+    technique_cells,
+)
 
 MAX_PIES = 8  # pie charts per report: one per configuration, the first 8 (the tables cover every one)
 PART_NAMES = {"forward": "forward + loss"}
@@ -241,9 +249,24 @@ def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
     return sections
 
 
+def step_efficiency_sections(records: List[Dict[str, Any]]) -> List[Section]:
+    """Precision, channels_last, compile modes and CUDA graphs side by side: step time, MFU, the verdict and what
+    epoch 1 paid for compiling or capturing (issue 44; only where the runs differ in one of them)."""
+    docs = [r["doc"] for r in records]
+    if not differs_in_technique(docs):
+        return []
+    table = efficiency_table(docs, label_of=lambda doc: doc["identity"]["sweep"])
+    body = [technique_cells(r) for r in table.to_dict("records")]
+    intro = (MFU_INTRO + " First step extra: epoch 1's first step over the steady median step (compilation, "
+             "capture, cuDNN tuning: paid once, and counted in a time to accuracy, whose clock starts before it); "
+             "capture: the CUDA graph's own capture time." + na_lines(table))
+    return [Section("Step efficiency by technique", markdown=intro,
+                    tables=[Table("step_efficiency", TECHNIQUE_HEADERS, body, table)])]
+
+
 def technique_sections(records: List[Dict[str, Any]]) -> List[Section]:
-    return (profile_sections(records) + precision_sections(records) + checkpointing_sections(records)
-            + utilization_sections(records))
+    return (step_efficiency_sections(records) + profile_sections(records) + precision_sections(records)
+            + checkpointing_sections(records) + utilization_sections(records))
 
 
 __all__ = ["technique_sections"]

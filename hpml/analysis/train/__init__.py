@@ -13,14 +13,39 @@ from __future__ import annotations
 from typing import List
 
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.analysis.sections import Section, Table
 from hpml.analysis.train.checks import training_result_checks
+from hpml.analysis.train.efficiency import (
+    MFU_INTRO,
+    SCALING_HEADERS,
+    differs_in_technique,
+    efficiency_of,
+    efficiency_table,
+    na_lines,
+    scaling_cells,
+)
 from hpml.analysis.train.runs import is_train_run, train_run
 from hpml.analysis.train.sections import train_sections
+from hpml.analysis.tta.runs import has_evaluation
 
 __all__ = ["sections", "training_result_checks"]
 
 
 def sections(results: WorkloadResults) -> List[Section]:
     runs = results.rows(lambda doc: [train_run(doc)], [doc for doc in results.docs if is_train_run(doc)])
-    return train_sections(runs) if runs else []
+    return (train_sections(runs) + limit_sections(results)) if runs else []
+
+
+def limit_sections(results: WorkloadResults) -> List[Section]:
+    """MFU and the verdict of the runs no other section tabulates (analysis/train/efficiency.py: one home each):
+    not evaluated (those are in the time-to-accuracy table), not a techniques study (its own table)."""
+    if differs_in_technique(results.ok):
+        return []
+    docs = results.rows(lambda doc: [] if has_evaluation(doc) else [{"doc": doc, **efficiency_of(doc["measurements"])}])
+    if not docs:
+        return []
+    table = efficiency_table([d["doc"] for d in docs], label_of=lambda doc: doc["identity"]["sweep"])
+    body = [scaling_cells(r) for r in table.to_dict("records")]
+    return [Section("How far from the GPU's limit: MFU and what bounds each step", level=3,
+                    markdown=MFU_INTRO + na_lines(table),
+                    tables=[Table("train_efficiency", SCALING_HEADERS, body, table)])]

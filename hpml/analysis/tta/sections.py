@@ -43,7 +43,7 @@ INTRO = (
 
 HEADERS = ["hardware", "data path", "runs (n)", "converged", "TTA [s] mean ± std", "CoV", "TTA median [min, max] [s]",
            "olympic mean [s]", "TTA w/o eval [s] mean ± std", "CoV w/o eval", "olympic w/o eval [s]",
-           "epochs to target mean ± std", "CoV epochs", "steps to target (mean)"]
+           "epochs to target mean ± std", "CoV epochs", "steps to target (mean)", "MFU (mean)", "bound"]
 
 
 def _num(value: Any, fmt: str) -> str:
@@ -61,6 +61,10 @@ def _olympic(r: Dict[str, Any], key: str) -> str:
     return _num(r[key], ".2f") if not is_missing(r[key]) else f"— ({r['olympic_status']})"
 
 
+def _mfu(r: Dict[str, Any]) -> str:
+    return "n/a" if is_missing(r["mfu_mean"]) else f"{100 * r['mfu_mean']:.1f} %"
+
+
 def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
     body = []
     for r in rows.to_dict("records"):
@@ -71,7 +75,7 @@ def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
                      _mean_std(r, "tta_s", ".2f"), _num(r["tta_s_cov"], ".4f"), median, _olympic(r, "tta_s_olympic"),
                      _mean_std(r, "tta_train_s", ".2f"), _num(r["tta_train_s_cov"], ".4f"),
                      _olympic(r, "tta_train_s_olympic"), _mean_std(r, "epochs", ".2f"), _num(r["epochs_cov"], ".4f"),
-                     _num(r["steps_mean"], ".1f")])
+                     _num(r["steps_mean"], ".1f"), _mfu(r), r["bound"] or "n/a"])
     return body
 
 

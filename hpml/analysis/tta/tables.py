@@ -18,6 +18,7 @@ Over the runs of a row with a target (n):
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
@@ -77,8 +78,18 @@ def row(members: List[Dict[str, Any]]) -> Dict[str, Any]:
         "olympic_status": olympic_status(len(members), missed),
         **spread(epochs, "epochs"),
         "steps_mean": statistics.fmean(steps) if steps else NAN,
+        **step_efficiency(members),
         "paths": " ".join(r["path"] for r in members),
     }
+
+
+def step_efficiency(members: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The row's mean MFU (NaN when a run has none: mfu_na says why) and its runs' verdicts, the most common first."""
+    found = [r["step"] for r in members]
+    known = [f["mfu"] for f in found if f["mfu"] is not None]
+    verdicts = [v for v, _ in Counter(f["bound"] for f in found if f["bound"]).most_common()]
+    return {"mfu_mean": statistics.fmean(known) if len(known) == len(found) else NAN,
+            "mfu_na": next((f["mfu_na"] for f in found if f["mfu_na"]), None), "bound": " / ".join(verdicts) or None}
 
 
 def row_groups(runs: Sequence[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:

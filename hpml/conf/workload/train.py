@@ -49,6 +49,21 @@ class Precision(str, Enum):
 
 
 
+class CompileMode(str, Enum):
+    """torch.compile's modes (workload.compile); compiling falls in the first steps, the warm-up epoch."""
+
+    none = "none"  # eager
+    default = "default"  # inductor's fused kernels
+    # default plus CUDA graphs (torch's graph trees): a replay per compiled region instead of a launch per kernel
+    reduce_overhead = "reduce_overhead"
+    max_autotune = "max_autotune"  # reduce_overhead plus a search over matmul/convolution kernels (minutes)
+
+    @property
+    def torch_mode(self) -> str:
+        """torch.compile's spelling ("reduce-overhead"); the config's has underscores (Hydra enum names)."""
+        return self.value.replace("_", "-")
+
+
 class DataPlacement(str, Enum):
     host = "host"  # a DataLoader: per-sample transforms on the host, a host-to-device copy per batch
     # cifar10 / image_folder: the splits decoded once and kept as uint8 on each worker's device; batches are
@@ -97,7 +112,13 @@ class TrainConfig(WorkloadConfig):
     channels_last: bool = MISSING  # inputs and weights in NHWC memory format (faster convolutions on GPUs)
     cudnn_benchmark: bool = MISSING  # torch.backends.cudnn.benchmark (GPU only)
     tf32: bool = MISSING  # allow TF32 in fp32 matmuls and convolutions (GPU only)
-    compile: bool = MISSING  # torch.compile the (wrapped) model; compilation falls in the warm-up epoch
+    compile: CompileMode = MISSING  # torch.compile the (wrapped) model in this mode; compiling falls in epoch 1
+    # the whole step (forward, loss, backward, SGD) captured once in one CUDA graph and replayed
+    # (workloads/train/graphed_step.py): one launch per step instead of one per kernel. GPU, parallel=none
+    cuda_graphs: bool = MISSING
+    # GPU: steps profiled after training for the device's busy time (what bounds the step,
+    # contract/step_efficiency.py); 0: off (the verdict then has no busy share)
+    bound_probe_steps: int = MISSING
     # torch.utils.checkpoint (non-reentrant) around each stage of the model (workloads/train/checkpointing.py):
     # a stage's activations are recomputed in backward instead of kept from forward (memory for compute)
     activation_checkpointing: bool = MISSING
@@ -169,7 +190,8 @@ class TrainConfig(WorkloadConfig):
         require(self.lr_base_batch >= 1, "workload.lr_base_batch", "an integer >= 1", self.lr_base_batch)
         require(self.warmup_epochs >= 0, "workload.warmup_epochs", "a number >= 0 (0: no warm-up)",
                 self.warmup_epochs)
-        for key in ("comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "max_batch_probe"):
+        for key in ("comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "max_batch_probe",
+                    "bound_probe_steps"):
             require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0 (0: off)", getattr(self, key))
         require(self.overhead_check_rounds >= 1, "workload.overhead_check_rounds", "an integer >= 1",
                 self.overhead_check_rounds)
@@ -197,6 +219,7 @@ class TrainConfig(WorkloadConfig):
                 f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the size "
                 "applies to image_folder and the synthetic data sets)", self.image_size)
         check_crop_and_cutout(self)
+        check_cuda_graphs(self)
         check_step_decay(self)
         check_batch_augmentation(self)
         require(self.data_placement == DataPlacement.host or self.may_read_real_data,
@@ -240,6 +263,12 @@ class TrainConfig(WorkloadConfig):
         require(self.parallel != Parallel.none or world == 1, "resources.workers_per_node",
                 "1 on 1 node when workload.parallel=none (the bare model, one worker; use parallel=ddp for more)",
                 f"{resources.workers_per_node} on {resources.nodes} node(s)")
+        require(not self.cuda_graphs or resources.gpus_per_node >= 1, "workload.cuda_graphs",
+                "false without GPUs (resources.gpus_per_node=0): a CUDA graph is captured on a GPU; "
+                "workload.compile=default runs on a CPU", self.cuda_graphs)
+        require(self.compile != CompileMode.reduce_overhead or resources.gpus_per_node >= 1, "workload.compile",
+                "none, default or max_autotune without GPUs (resources.gpus_per_node=0): reduce_overhead is "
+                "CUDA graphs", self.compile.value)
         check_batch_fits_data(self, world, per_worker_batch(self, world))
         check_accumulation_chunks(self, per_worker_batch(self, world))
         if self.data_placement == DataPlacement.host:  # the device path has no DataLoader (a preset's workers wait
@@ -266,6 +295,30 @@ class TrainConfig(WorkloadConfig):
 def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
     """Distinct samples per step in one worker process (contract.train_format.per_worker_batch)."""
     return worker_batch(cfg.batch_size, cfg.scaling.value, world_size, cfg.devices_per_worker)
+
+
+# what a whole-step CUDA graph cannot hold here, and why: (the combination, the reason) when it is asked for
+def cuda_graph_conflicts(cfg: TrainConfig) -> List[str]:
+    conflicts = []
+    if cfg.parallel != Parallel.none:
+        conflicts.append(f"parallel={cfg.parallel.value} (DDP's bucketed all-reduce and DataParallel's threads are "
+                         "not captured here; use parallel=none on one GPU, or compile=reduce_overhead with DDP)")
+    if cfg.compile != CompileMode.none:
+        conflicts.append(f"compile={cfg.compile.value} (one capture at a time: compile=reduce_overhead is torch's "
+                         "own CUDA graphs)")
+    if cfg.precision == Precision.fp16:
+        conflicts.append("precision=fp16 (its gradient scaler reads inf checks on the host every step; use bf16)")
+    if cfg.accumulation_chunks != 1:
+        conflicts.append(f"accumulation_chunks={cfg.accumulation_chunks} (the captured step is one whole batch)")
+    if cfg.activation_checkpointing:
+        conflicts.append("activation_checkpointing=true (recomputation inside a capture is not supported here)")
+    return conflicts
+
+
+def check_cuda_graphs(cfg: TrainConfig) -> None:
+    """workload.cuda_graphs with something it cannot be combined with: one line naming the combination."""
+    conflicts = cuda_graph_conflicts(cfg) if cfg.cuda_graphs else []
+    require(not conflicts, "workload.cuda_graphs", "false with " + "; ".join(conflicts), cfg.cuda_graphs)
 
 
 def check_step_decay(cfg: TrainConfig) -> None:

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from hpml.conf.workload.train import DataPlacement, Dataset, TrainConfig
+from hpml.conf.workload.train import CompileMode, DataPlacement, Dataset, TrainConfig
 from hpml.contract.result_format import WARMUP_EPOCHS
 from hpml.contract.sweep_layout import CHECKPOINT_FILE
 from hpml.workloads.common.checkpoint import EpochCheckpoint
@@ -40,6 +40,7 @@ from hpml.workloads.train.data import build_loader, per_worker_batch, placement_
 from hpml.workloads.train.device_data import device_data
 from hpml.workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
 from hpml.workloads.train.evaluation import eval_loader, evaluate
+from hpml.workloads.train.graphed_step import GraphedStepper, graph_optimizer
 from hpml.workloads.train.lr_schedule import target_lr
 from hpml.workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
 from hpml.workloads.train.model import build_model, configure_backends, gradient_bytes
@@ -59,14 +60,18 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     model = build_model(cfg, ctx.device)
     extras.gradient_bytes = gradient_bytes(model)
     model = parallel.wrap_model(model, cfg, ctx)
-    step_model = torch.compile(model) if cfg.compile else model  # DDP: compile the wrapper (DDPOptimizer)
+    step_model = compiled(model, cfg)
     global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
     extras.steps_per_epoch = len(loader)
     extras.lr_target = target_lr(cfg.lr, cfg.lr_scaling, global_batch, cfg.lr_base_batch)
     lr_of_step = lr_schedule.schedule(cfg, len(loader), extras.lr_target)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
-                                weight_decay=cfg.weight_decay)
-    stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
+    if cfg.cuda_graphs:  # the whole step in one CUDA graph (graphed_step.py; the config allowed it)
+        optimizer = graph_optimizer(model, lr_of_step(0), cfg.momentum, cfg.weight_decay)
+        stepper = GraphedStepper(step_model, optimizer, cfg, ctx, lr_of_step)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
+                                    weight_decay=cfg.weight_decay)
+        stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
     log, clock = EpochLog(), PhaseClock(ctx.device, data_on_device=placement == DataPlacement.device)
     checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
     first_epoch = checkpoint.restore(model, optimizer, log, ctx.device, set_aside=ctx.is_main) if checkpoint else 0
@@ -116,6 +121,13 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
         save_model(point_dir, model, cfg, classes, ctx.device)
     after_training(stepper, model, loader, cfg, ctx, extras)
     return log
+
+
+def compiled(model: torch.nn.Module, cfg: TrainConfig) -> torch.nn.Module:
+    """torch.compile in workload.compile's mode (DDP: the wrapper is compiled, DDPOptimizer splits at buckets)."""
+    if cfg.compile == CompileMode.none:
+        return model
+    return torch.compile(model, mode=cfg.compile.torch_mode)
 
 
 def training_data(cfg: TrainConfig, seed: int, ctx: DistContext, kind: Dataset, placement: DataPlacement):

@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterator, List, Optional
 import torch
 import torch.distributed as dist
 
-from hpml.conf.workload.train import Precision, TrainConfig
+from hpml.conf.workload.train import CompileMode, Precision, TrainConfig
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.train import accumulation
 from hpml.workloads.train.model import autocast, memory_format
@@ -58,6 +58,9 @@ class Stepper:
         self.loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
         self.memory_format = memory_format(cfg)
         self.cfg = cfg
+        # compile modes that replay CUDA graphs (reduce-overhead; max-autotune too, on a GPU)
+        self.graph_trees = cfg.compile in (CompileMode.reduce_overhead, CompileMode.max_autotune) \
+            and ctx.device.type == "cuda"
         # fp16: the loss is scaled before backward and the gradients unscaled in step(), which skips a step whose
         # gradients are not finite and lowers the scale (torch.amp.GradScaler); disabled, it passes through
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=cfg.precision == Precision.fp16)
@@ -77,6 +80,8 @@ class Stepper:
         self.samples = 0
 
     def loss_of(self, images, labels):
+        if self.graph_trees:  # torch's CUDA graph trees: a new step begins (the last one's outputs may be reused)
+            torch.compiler.cudagraph_mark_step_begin()
         with self.autocast():
             logits = self.model(images)
             return logits, self.loss_fn(logits, labels)

@@ -20,12 +20,13 @@ from hpml.conf.workload.train import Dataset, Parallel, TrainConfig
 from hpml.contract.result_format import timed_epoch_indices
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.common.random_inputs import random_images, random_labels
-from hpml.workloads.train import overhead, parallel
+from hpml.workloads.train import efficiency, graphed_step, overhead, parallel
 from hpml.workloads.train.batch_probe import probe_max_batch
 from hpml.workloads.train.data import per_worker_batch, placement_used
 from hpml.workloads.train.device_data import DeviceEpochs
 from hpml.workloads.train.epochs import EpochLog, Stepper
 from hpml.workloads.train.model import autocast, build_model, memory_format, tf32_in_force
+from hpml.workloads.train.phases import NullClock
 from hpml.workloads.train.tta import EvaluationLog, time_to_accuracy
 
 EPOCH_METHOD = ("wall clock from a barrier at the epoch's start to the end of its last step (device "
@@ -50,11 +51,16 @@ class Extras:
     lr_target: float = 0.0
     evaluations: Optional[EvaluationLog] = None  # workload.eval_every > 0
     checkpoint_discarded: Optional[Dict[str, Any]] = None  # a checkpoint that could not be used: why, where it went
+    flops: Optional[Dict[str, Any]] = None  # the model's FLOPs per sample (efficiency.count_flops)
+    peak: Optional[Dict[str, Any]] = None  # the device's dense peak for the precision (efficiency.device_peak)
+    busy_probe: Optional[Dict[str, Any]] = None  # GPU: the device's busy time per step (efficiency.device_busy_probe)
+    graph_capture_s: Optional[float] = None  # workload.cuda_graphs: the capture's wall time
 
 
 def timing_words(clock_method: str) -> Dict[str, str]:
     return {"epoch": EPOCH_METHOD, "train_epoch": TRAIN_METHOD, "step": f"{STEP_METHOD}; {clock_method}",
-            "phases": clock_method, "comm": parallel.COMM_METHOD, "overhead_check": overhead.METHOD,
+            "phases": clock_method, "comm": parallel.COMM_METHOD, "efficiency": efficiency.FLOPS_METHOD,
+            "busy": efficiency.BUSY_METHOD, "overhead_check": overhead.METHOD,
             "batch_probe": BATCH_PROBE_METHOD}
 
 
@@ -82,18 +88,25 @@ def after_training(stepper: Stepper, model, loader, cfg: TrainConfig, ctx: DistC
     """The measurements that follow the last epoch, on every rank (they run collectives)."""
     extras.ddp_bucket_bytes = parallel.ddp_bucket_bytes(model)
     images, labels = next(iter(loader))
+    extras.flops = efficiency.count_flops(cfg.model, cfg.num_classes, cfg.cifar_stem, tuple(images.shape[1:]))
+    extras.peak = efficiency.device_peak(ctx.device, cfg.precision.value,
+                                         tf32_in_force(cfg) and ctx.device.type == "cuda")
+    extras.graph_capture_s = getattr(stepper, "capture_s", None)
     images = images.to(ctx.device, memory_format=stepper.memory_format)
     fixed = stepper.forward_backward_on(images, labels.to(ctx.device))
     if cfg.comm_probe_steps and cfg.parallel == Parallel.ddp:
         extras.comm_probe = parallel.comm_probe(model, fixed, ctx.device, cfg.comm_probe_steps)
     if cfg.profile_comm_steps and cfg.parallel == Parallel.ddp and ctx.device.type == "cuda":
         extras.comm_profile = parallel.nccl_kernel_seconds(fixed, cfg.profile_comm_steps)
-    if cfg.overhead_check_steps:
-        batches = endless(loader)
+    batches = endless(loader)
 
-        def run_steps(clock, steps: int) -> None:
-            for _ in range(steps):
-                stepper(batches, clock)
+    def run_steps(clock, steps: int) -> None:
+        for _ in range(steps):
+            stepper(batches, clock)
+    if cfg.bound_probe_steps and ctx.device.type == "cuda":
+        extras.busy_probe = efficiency.device_busy_probe(lambda steps: run_steps(NullClock(), steps),
+                                                         cfg.bound_probe_steps)
+    if cfg.overhead_check_steps:
         extras.overhead_check = overhead.overhead_check(
             run_steps, ctx.device, cfg.overhead_check_steps, cfg.overhead_check_rounds,
             samples_per_step=per_worker_batch(cfg, ctx.world_size) * ctx.world_size * cfg.batch_augmentation,
@@ -164,7 +177,33 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "final_train_loss": log.train_loss[-1],
         "final_train_accuracy": log.train_accuracy[-1],
     }
+    comm_s = extras.comm_probe["exposed_comm_s"] if extras.comm_probe and world_size > 1 else None
+    measurements["efficiency"] = efficiency.efficiency_record(
+        flops=extras.flops, peak=extras.peak, step_time_s=log.step_time_s, data_time_s=log.phase_time_s["data"],
+        timed=timed, samples_per_step=batch * world_size * cfg.batch_augmentation, devices=devices,
+        per_device_batch=batch * world_size // devices, comm_s=comm_s, busy=extras.busy_probe)
+    measurements["compile"] = cfg.compile.value
+    measurements["cuda_graphs"] = cfg.cuda_graphs
+    measurements["phase_note"] = graphed_step.PHASE_NOTE if cfg.cuda_graphs else None
+    derived.update(efficiency_derived(measurements["efficiency"]),
+                   setup=setup_costs(log.step_time_s, epoch_times, epoch_mean, extras.graph_capture_s,
+                                     derived["step_time_median_s"]))
     if extras.evaluations is not None:  # contract/saved_model.py: the evaluation record and time to accuracy
         measurements["evaluation"] = extras.evaluations.as_dict()
         derived["tta"] = time_to_accuracy(extras.evaluations, cfg.target_accuracy)
     return {"measurements": measurements, "derived": derived}
+
+
+def efficiency_derived(record: Dict[str, Any]) -> Dict[str, Any]:
+    """derived's headline numbers of measurements.efficiency: MFU (or why n/a) and the verdict."""
+    return {"achieved_tflops": record["achieved_tflops"], "mfu": record["mfu"], "mfu_na": record["na"],
+            "bound": record["bound"]["verdict"], "bound_knob": record["bound"]["knob"]}
+
+
+def setup_costs(step_time_s: List[List[float]], epoch_times: List[float], epoch_mean: float,
+                graph_capture_s: Optional[float], steady_step_s: float) -> Dict[str, Any]:
+    """What the first epoch paid on top of a steady one (compilation, graph capture, cuDNN tuning), apart from the
+    steady step: the first step's time, epoch 1's excess over a timed epoch, and the capture's own wall time. The
+    time to accuracy counts all of it (its clock starts before epoch 1)."""
+    return {"first_step_s": step_time_s[0][0], "first_epoch_extra_s": epoch_times[0] - epoch_mean,
+            "first_step_extra_s": step_time_s[0][0] - steady_step_s, "graph_capture_s": graph_capture_s}

@@ -1,0 +1,109 @@
+"""How far a training step is from the device's limit (issue 44): MFU, and what bounds the step.
+
+Standard library only: the train worker writes these numbers into result.json and the analysis recomputes them
+from the inputs recorded beside them (`measurements.efficiency`), so both import the one rule.
+
+MFU (model FLOPs utilization; torchtitan's and Lightning's definition)
+    achieved FLOP/s = model FLOPs per sample (forward + backward, counted once by torch's FlopCounterMode:
+                      2 FLOPs per multiply-accumulate; recomputation and the optimizer not counted)
+                      x samples per step (every device, batch augmentation's copies included) / step time
+    MFU             = achieved FLOP/s / (devices x the device's dense peak for the precision used)
+The peak's dtype follows the precision: bf16 and fp16 autocast -> their tensor-core rate; tf32 (or fp32 with
+TF32 allowed) -> tf32; fp32 -> the plain fp32 rate. No GPU, a GPU not in conf/hardware/gpu_peaks.py, or a
+dtype it has no rate for: MFU is None, with the reason.
+
+What bounds the step (`step_bound`), from per-step seconds measured on rank 0 (the inputs are recorded):
+    busy share   = device compute time / step time       (GPU: the union of the intervals of kernels other than
+                                                          NCCL's, torch.profiler; None on a CPU)
+    data share   = loader wait per step / step time       (phase "data": the host waiting for next(loader))
+    comm share   = exposed communication / step time     (DDP's no_sync probe: synced - no_sync median)
+In this order, the first rule that holds:
+    busy share >= GPU_BOUND_SHARE            -> GPU-bound (first: a busy GPU sets the pace, and the host that runs
+                                                ahead of it blocks anywhere, in next(loader) too)
+    data share >= DATA_BOUND_SHARE           -> data-bound
+    comm share >= COMM_BOUND_SHARE           -> communication-bound
+    no device timeline (CPU)                 -> CPU-bound (the host does the arithmetic itself)
+    otherwise                                -> host-bound (the GPU idles between kernels while Python launches)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+DATA_BOUND_SHARE = 0.25  # a quarter of the step waiting for data: the loader, not the model, sets the pace
+COMM_BOUND_SHARE = 0.25  # a quarter of the step is all-reduce that backward could not hide
+GPU_BOUND_SHARE = 0.80  # the device is busy 80 % of the step; below, it waits on the host between kernels
+
+VERDICTS = ("GPU-bound", "data-bound", "communication-bound", "CPU-bound", "host-bound")
+
+# precision (workload.precision) -> the key of conf/hardware/gpu_peaks.py's tflops table
+PEAK_DTYPE = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp32": "fp32"}
+
+
+def peak_dtype(precision: str, tf32_in_force: bool) -> str:
+    """The peak a step's matmuls and convolutions can reach: fp32 with TF32 allowed runs on TF32 tensor cores."""
+    if precision == "fp32" and tf32_in_force:
+        return "tf32"
+    return PEAK_DTYPE[precision]
+
+
+def achieved_tflops(flops_per_sample: float, samples_per_step: int, step_s: float) -> float:
+    """Model TFLOP/s of the whole job (every device): FLOPs per sample x samples per step / step seconds."""
+    return flops_per_sample * samples_per_step / step_s / 1e12
+
+
+def mfu(flops_per_sample: Optional[float], samples_per_step: int, step_s: float, devices: int,
+        peak_tflops_per_device: Optional[float], na_reason: Optional[str] = None) -> Dict[str, Any]:
+    """{"achieved_tflops", "peak_tflops", "mfu", "na"}: "na" is None when MFU is known, else the reason."""
+    achieved = None if flops_per_sample is None else achieved_tflops(flops_per_sample, samples_per_step, step_s)
+    if na_reason is None and flops_per_sample is None:
+        na_reason = "the model's FLOPs were not counted"
+    if na_reason is None and peak_tflops_per_device is None:
+        na_reason = "no peak for this device and precision"
+    if na_reason is not None:
+        return {"achieved_tflops": achieved, "peak_tflops": None, "mfu": None, "na": na_reason}
+    peak = devices * peak_tflops_per_device
+    return {"achieved_tflops": achieved, "peak_tflops": peak, "mfu": achieved / peak, "na": None}
+
+
+def _share(part: Optional[float], whole: float) -> Optional[float]:
+    return None if part is None else max(0.0, part) / whole
+
+
+def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Optional[float],
+               per_device_batch: int) -> Dict[str, Any]:
+    """The verdict on what bounds a step, its shares and the knob that would move it.
+
+    step_s: median step time (wall, step end to step end); data_s: median loader wait per step; comm_s: exposed
+    communication per step (None: not measured or one worker); busy_s: device busy time per step (None: no GPU
+    timeline, i.e. a CPU run or the probe off; NCCL's kernels are not in it)."""
+    if step_s <= 0:
+        raise ValueError(f"step time {step_s!r}: must be > 0")
+    shares = {"data": _share(data_s, step_s), "comm": _share(comm_s, step_s), "busy": _share(busy_s, step_s)}
+    if shares["busy"] is not None and shares["busy"] >= GPU_BOUND_SHARE:
+        verdict = "GPU-bound"
+        knob = ("the GPU is busy: cheaper arithmetic (workload.precision=bf16, workload.channels_last=true, "
+                "workload.compile=max_autotune) or more GPUs")
+    elif shares["data"] >= DATA_BOUND_SHARE:
+        verdict = "data-bound"
+        knob = ("the step waits for its batch: more workload.loader_workers, or workload.data_placement=device "
+                "(the data set on the GPU)")
+    elif shares["comm"] is not None and shares["comm"] >= COMM_BOUND_SHARE:
+        verdict = "communication-bound"
+        knob = (f"per-GPU batch {per_device_batch} leaves the all-reduce exposed: a larger batch per GPU (more "
+                "compute to hide it behind), fewer GPUs, or a faster link")
+    elif shares["busy"] is None:
+        verdict = "CPU-bound"
+        knob = "the CPU does the arithmetic: run on a GPU, or a smaller model or batch"
+    else:
+        verdict = "host-bound"
+        knob = (f"per-GPU batch {per_device_batch} is host-bound (the GPU idles between kernels): a larger batch "
+                "per GPU, workload.cuda_graphs=true or workload.compile=reduce_overhead")
+    return {"verdict": verdict, "knob": knob, "shares": shares,
+            "thresholds": {"data": DATA_BOUND_SHARE, "comm": COMM_BOUND_SHARE, "busy": GPU_BOUND_SHARE}}
+
+
+def bound_of_record(record: Mapping[str, Any]) -> Dict[str, Any]:
+    """step_bound recomputed from the inputs a result recorded (measurements.efficiency.bound_inputs)."""
+    return step_bound(record["step_s"], record["data_s"], record.get("comm_s"), record.get("busy_s"),
+                      record["per_device_batch"])
