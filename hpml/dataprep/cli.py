@@ -51,6 +51,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         idx.add_argument("--root", required=True, help="data root (workload.data_root)")
         idx.add_argument("--from", dest="source", default=data.default_from, required=data.default_from is None,
                          metavar="FOLDER", help=f"the folder of the .gz files ({where})")
+        idx.add_argument("--ood", default=None, metavar="DIR",
+                         help="also write an out-of-distribution copy of the test set to DIR/<class>/ (the first "
+                              "100 test images of each class rotated 20 degrees, PNG), for `hpml evaluate`")
         idx.add_argument("--force", action="store_true", help="overwrite the files this command wrote before")
     return parser.parse_args(argv)
 
@@ -113,10 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.dataset != "digits":
             data = next(d for d in IDX_DATASETS.values() if d.command == args.dataset)
-            problem = empty_path_problem("--root", args.root)
-            if problem:
-                raise dc.DataError(problem)
-            lines = idx_sets.lay_out(data, Path(args.root), Path(args.source), args.force)
+            folders = output_folders({"--root": args.root, "--ood": args.ood})
+            lines = idx_sets.lay_out(data, folders["--root"], Path(args.source), args.force, folders.get("--ood"))
         else:
             folders = output_folders({"--root": args.root, "--ood": args.ood, "--jpeg-folder": args.jpeg_folder})
             lines = write_digits(folders["--root"], folders.get("--ood"), args.seed, args.force, args.train_size,

@@ -23,9 +23,9 @@ import hashlib
 import os
 import zlib
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from hpml.conf.idx_data import IDX_FILES, IdxDataSet, IdxProblem, check_stream
+from hpml.conf.idx_data import IDX_FILES, IdxDataSet, IdxProblem, check_stream, read_header
 from hpml.contract.files import NotReadable, open_regular
 from hpml.dataprep.digits_cifar import DataError
 
@@ -138,15 +138,68 @@ def write_unpacked(files: Dict[str, Path], target: Path) -> List[Path]:
     return written
 
 
-def lay_out(data: IdxDataSet, root: Path, source: Path, force: bool) -> List[str]:
+# The out-of-distribution copy (--ood): the first OOD_PER_CLASS test images of each class, each rotated
+# OOD_ROTATION_DEG degrees counter-clockwise about its centre (bilinear, black fill: the background). No training
+# augmentation rotates, so the copy is the test set under a shift the model never saw; the same images unrotated
+# are in the test split, which separates the shift's cost from the images' difficulty.
+OOD_PER_CLASS = 100
+OOD_ROTATION_DEG = 20.0
+
+
+def check_ood_target(ood: Path, root: Path, force: bool) -> None:
+    if ood.resolve() == root.resolve() or root.resolve() in ood.resolve().parents:
+        raise DataError(f"--ood {ood}: a folder apart from --root {root} (its class folders would mix with the data)")
+    if ood.exists() and (not ood.is_dir() or (any(ood.iterdir()) and not force)):
+        raise DataError(f"--ood {ood}: {'not a folder' if not ood.is_dir() else 'not empty'}; choose another folder"
+                        + ("" if not ood.is_dir() else " or pass --force"))
+
+
+def write_ood(root: Path, data: IdxDataSet, ood: Path) -> int:
+    """The rotated copy as 28x28 grayscale PNGs in OOD/<class>/ (class names as folder names); returns the count."""
+    from PIL import Image
+
+    from hpml.contract.saved_model import folder_name
+
+    test_images, test_labels = read_idx(root / data.raw / "t10k-images-idx3-ubyte"), \
+        read_idx(root / data.raw / "t10k-labels-idx1-ubyte")
+    side = IDX_FILES["t10k-images-idx3-ubyte"][1]
+    taken = {label: 0 for label in range(len(data.classes))}
+    for index, label in enumerate(test_labels):
+        if taken[label] == OOD_PER_CLASS:
+            continue
+        taken[label] += 1
+        image = Image.frombytes("L", (side, side), test_images[index * side * side:(index + 1) * side * side])
+        folder = ood / folder_name(data.classes[label])
+        folder.mkdir(parents=True, exist_ok=True)
+        image.rotate(OOD_ROTATION_DEG, resample=Image.Resampling.BILINEAR, fillcolor=0).save(
+            folder / f"t10k_{index:05d}.png")
+    return sum(taken.values())
+
+
+def read_idx(path: Path) -> bytes:
+    """An unpacked idx file's values (its header skipped; the file was checked when it was written)."""
+    with open(path, "rb") as stream:
+        read_header(stream, path.name)
+        return stream.read()
+
+
+def lay_out(data: IdxDataSet, root: Path, source: Path, force: bool, ood: Optional[Path] = None) -> List[str]:
     """Checks everything, then writes; returns the lines to print."""
     files = check_source(source, data)
     target = check_target(root, data, force)
+    if ood is not None:
+        check_ood_target(ood, root, force)
     try:
         write_unpacked(files, target)
+        count = write_ood(root, data, ood) if ood is not None else 0
     except OSError as error:  # a full disk: one line, not a traceback
         raise DataError(f"cannot write {error.filename or target}: {error.strerror or error}") from None
     counts = ", ".join(f"{name} ({' x '.join(map(str, shape))})" for name, shape in IDX_FILES.items())
-    return [f"checked {source}: 4 files, MD5s as published (torchvision.datasets.{data.folder}.resources)",
-            f"wrote {target}: {counts}; torchvision.datasets.{data.folder}(root={str(root)!r}) reads them "
-            f"(workload.dataset={data.key} workload.data_root={root})"]
+    lines = [f"checked {source}: 4 files, MD5s as published (torchvision.datasets.{data.folder}.resources)",
+             f"wrote {target}: {counts}; torchvision.datasets.{data.folder}(root={str(root)!r}) reads them "
+             f"(workload.dataset={data.key} workload.data_root={root})"]
+    if ood is not None:
+        lines.append(f"wrote {ood}: {count} PNG images (the first {OOD_PER_CLASS} test images of each class) in "
+                     f"<class>/ folders, rotated {OOD_ROTATION_DEG:g} degrees counter-clockwise (bilinear, black "
+                     "fill): an out-of-distribution copy for `hpml evaluate SWEEP --images DIR`")
+    return lines
