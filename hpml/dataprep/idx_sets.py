@@ -87,6 +87,8 @@ def check_source(source: Path, data: IdxDataSet) -> Dict[str, Path]:
         if not gz.exists() and not gz.is_symlink():
             raise DataError(f"--from {source}: {gz.name} is missing (the official files: "
                             f"{', '.join(n + '.gz' for n in IDX_FILES)})")
+        if not gz.exists():
+            raise DataError(f"--from {source}: {gz.name} is a broken link (to {os.readlink(gz)})")
         try:
             with open_regular(gz) as raw, gzip.GzipFile(fileobj=raw) as stream:
                 check_stream(stream, name)
