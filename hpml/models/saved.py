@@ -128,7 +128,7 @@ def check_saved(saved: Any) -> List[str]:
     channels = model.get("in_channels", 3) if isinstance(model, dict) and model.get("in_channels", 3) in (1, 3) else 3
     if not (isinstance(normalize, dict) and _numbers(normalize.get("mean"), channels)
             and _numbers(normalize.get("std"), channels) and all(s > 0 for s in normalize["std"])):
-        errors.append(f"normalize: expected {{mean: [...], std: [...] > 0}}, {channels} finite numbers each (one "
+        errors.append(f"normalize: expected {{mean: [...], std: [...] > 0}}, {channels} finite number(s) each (one "
                       "per input channel)")
     if not isinstance(saved.get("hardware"), str):
         errors.append("hardware: expected the GPU model name or \"cpu\"")
