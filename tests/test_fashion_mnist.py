@@ -270,3 +270,38 @@ def test_a_copy_left_behind_is_refused_by_the_preflight_not_by_a_worker(laid_out
     shutil.copytree(laid_out / "root", tmp_path / "root", symlinks=True)
     (tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-images-idx3-ubyte").unlink()
     assert "FashionMNIST/raw/ lacks t10k-images-idx3-ubyte" in idx_problem(str(tmp_path / "root"), FASHION_MNIST)
+
+
+def test_quantize_reads_one_channel_padded_to_the_cnns_32x32(compose_values, laid_out):
+    """The quantize workload's data and float model on Fashion-MNIST: 1 channel, zero-padded by 2 for hw5_cnn (its
+    400-input layer), the data set's normalization; hpml_cnn takes 28x28 as it is."""
+    import torch
+
+    from hpml.workloads.quantize.data import _idx, idx_padding
+    from hpml.workloads.quantize.float_model import untrained
+
+    cfg = config_from_dict(compose_values(["experiment=quantization_fashion_mnist",
+                                           f"workload.data_root={laid_out / 'root'}"])).workload
+    assert cfg.preflight_problems() == []
+    images, labels, classes = _idx(cfg, train=False)
+    assert tuple(images.shape) == (10000, 1, 28, 28) and len(classes) == 10 and labels.bincount().tolist() == [1000] * 10
+    fm = untrained(cfg, seed=0)
+    assert (fm.padding, fm.mean, fm.std) == (2, [FASHION_MNIST.mean], [FASHION_MNIST.std]) == \
+        (idx_padding(cfg), [0.2860], [0.3530])
+    assert fm.model(torch.zeros(3, 1, 32, 32)).shape == (3, 10)
+    small = config_from_dict(compose_values(["experiment=quantization_fashion_mnist", "workload.model=hpml_cnn",
+                                             f"workload.data_root={laid_out / 'root'}"])).workload
+    assert untrained(small, seed=0).padding == 0
+
+
+def test_the_dataloader_study_runs_on_the_real_files(laid_out, tmp_path):
+    done = run_hpml(["launch", "experiment=tiny/dataloader", "workload.dataset=fashion_mnist",
+                     f"workload.data_root={laid_out / 'root'}", "workload.image_size=28",
+                     "workload.data_placement=device", "workload.loader_workers=0"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((tmp_path / "sweeps" / "latest" / "points" / "0" / "result.json").read_text())
+    measured = result["measurements"]
+    assert result["status"] == "ok" and measured["dataset"] == "fashion_mnist"
+    # the whole training split, in full batches of 256 (the last partial one dropped): 234 x 256 of 60,000
+    assert (measured["dataset_samples"], measured["steps_per_epoch"], measured["samples_per_epoch"]) == \
+        (60000, 234, 59904)
