@@ -248,8 +248,8 @@ class TrainConfig(WorkloadConfig):
     @property
     def model_side(self) -> int:
         """The side of the images the model takes: the data's, or the larger side the model was designed for (real
-        data sets only: synthetic images are made at image_size)."""
-        if not self.may_read_real_data:
+        data sets only: synthetic images are made at image_size, and dataset=auto may turn out synthetic)."""
+        if self.dataset not in REAL_DATASETS:
             return self.image_size
         return max(self.image_size, designed_side(self.model) or 0)
 

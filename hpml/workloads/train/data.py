@@ -121,7 +121,7 @@ def _real_dataset(cfg: TrainConfig, kind: DatasetKind) -> Dataset:
                                 "sub-folders (torchvision ImageFolder layout)")
     augment = [T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip()] if cfg.augment else \
         [T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size)]
-    transform = T.Compose([*augment, T.ToTensor(), normalize, *cutout])
+    transform = T.Compose([*augment, *padding_transform(cfg.fit_padding), T.ToTensor(), normalize, *cutout])
     return ImageFolder(str(root), transform=transform, loader=load_image)  # one line naming a file that fails
 
 

@@ -43,7 +43,8 @@ def _held_out(cfg: TrainConfig) -> Dataset:
         return local_cifar10(cfg.data_root, T.Compose([T.ToTensor(), normalize]), train=False)
     from torchvision.datasets import ImageFolder
 
-    transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), T.ToTensor(), normalize])
+    transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), *padding_transform(cfg.fit_padding),
+                           T.ToTensor(), normalize])
     return ImageFolder(str(Path(cfg.data_root) / "val"), transform=transform, loader=load_image)
 
 
