@@ -305,3 +305,17 @@ def test_the_dataloader_study_runs_on_the_real_files(laid_out, tmp_path):
     # the whole training split, in full batches of 256 (the last partial one dropped): 234 x 256 of 60,000
     assert (measured["dataset_samples"], measured["steps_per_epoch"], measured["samples_per_epoch"]) == \
         (60000, 234, 59904)
+
+
+@pytest.mark.parametrize("model, side", [("resnet18", 28), ("cifar_resnet20", 32)])
+def test_the_step_memory_preflight_counts_one_channel_at_the_side_the_model_takes(compose_values, laid_out, model,
+                                                                                  side):
+    """Inputs: 512 bf16 images of 1 x side x side; the resident training split: 60,000 uint8 images of that side
+    (padded once where the model needs 32) and their int64 labels."""
+    from hpml.conf.train_memory import step_memory
+    from hpml.conf.workload.train_data import on_disk
+
+    cfg = train_config(compose_values, f"workload.data_root={laid_out / 'root'}", f"workload.model={model}")
+    counted = step_memory(cfg, 512, on_disk(cfg))
+    assert counted.inputs == 512 * 1 * side * side * 2
+    assert counted.data == 60000 * (side * side + 8)
