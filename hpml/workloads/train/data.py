@@ -32,17 +32,16 @@ from hpml.workloads.train.model import memory_format
 
 def resolve_dataset(cfg: TrainConfig) -> Tuple[DatasetKind, Optional[str]]:
     """The data set this run really uses, and a note when it is not the one a reader would assume."""
+    if cfg.dataset == DatasetKind.auto and not cifar10_on_disk(cfg.data_root):
+        return DatasetKind.synthetic, (f"workload.dataset=auto found no CIFAR-10 under data_root={cfg.data_root!r}: "
+                                       f"synthetic data of the same shape (3x{cfg.image_size}x{cfg.image_size}, "
+                                       f"{cfg.num_classes} classes, {cfg.synthetic_samples} samples) was used; "
+                                       "times are comparable, losses and accuracies are not")
+    kind = DatasetKind.cifar10 if cfg.dataset == DatasetKind.auto else cfg.dataset
     if cfg.max_samples:
-        return cfg.dataset, (f"workload.max_samples={cfg.max_samples}: the first {cfg.max_samples} samples of each "
-                             "split only (a slice, not the data set's accuracy)")
-    if cfg.dataset != DatasetKind.auto:
-        return cfg.dataset, None
-    if cifar10_on_disk(cfg.data_root):
-        return DatasetKind.cifar10, None
-    return DatasetKind.synthetic, (f"workload.dataset=auto found no CIFAR-10 under data_root={cfg.data_root!r}: "
-                                   f"synthetic data of the same shape (3x{cfg.image_size}x{cfg.image_size}, "
-                                   f"{cfg.num_classes} classes, {cfg.synthetic_samples} samples) was used; "
-                                   "times are comparable, losses and accuracies are not")
+        return kind, (f"workload.max_samples={cfg.max_samples}: the first {cfg.max_samples} samples of each split "
+                      "only (a slice, not the data set's accuracy)")
+    return kind, None
 
 
 class DeviceBatches:
