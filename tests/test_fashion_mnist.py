@@ -195,7 +195,7 @@ def test_the_flip_follows_the_data_set(compose_values, laid_out, tmp_path):
     assert fashion.flip and augment_spec(fashion).flip
     assert not mnist.flip and not augment_spec(mnist).flip
     for cfg, flipped in ((fashion, True), (mnist, False)):
-        transforms = build_dataset(cfg, seed=0).dataset.transform.transforms
+        transforms = build_dataset(cfg, seed=0).transform.transforms
         assert any(isinstance(t, T.RandomHorizontalFlip) for t in transforms) == flipped
         assert any(isinstance(t, T.RandomCrop) for t in transforms)
 

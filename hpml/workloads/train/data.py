@@ -94,7 +94,8 @@ def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = Non
     kind = kind or cfg.dataset
     if kind in (DatasetKind.synthetic, DatasetKind.synthetic_device):
         return SyntheticImages(cfg.synthetic_samples, cfg.num_classes, cfg.image_size, seed)
-    return FirstSamples(_real_dataset(cfg, kind), cfg.max_samples)
+    dataset = _real_dataset(cfg, kind)
+    return FirstSamples(dataset, cfg.max_samples) if cfg.max_samples else dataset
 
 
 def _real_dataset(cfg: TrainConfig, kind: DatasetKind) -> Dataset:

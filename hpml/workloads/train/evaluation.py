@@ -26,7 +26,8 @@ from hpml.workloads.train.model import autocast, memory_format
 
 def held_out_dataset(cfg: TrainConfig) -> Dataset:
     """The held-out split (its first workload.max_samples samples where that is set)."""
-    return FirstSamples(_held_out(cfg), cfg.max_samples)
+    dataset = _held_out(cfg)
+    return FirstSamples(dataset, cfg.max_samples) if cfg.max_samples else dataset
 
 
 def _held_out(cfg: TrainConfig) -> Dataset:
