@@ -68,7 +68,8 @@ MNIST = IdxDataSet(
     classes=tuple(f"{digit} - {name}" for digit, name in enumerate(
         ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"))),
     # a mirrored 2, 3, 4, 5, 7 or 9 is no digit of its class
-    flip=False, mean=0.1307, std=0.3081,  # PyTorch's MNIST example's values; the same test recomputes them
+    # PyTorch's MNIST example's values: no MNIST files here to recompute them from (Fashion-MNIST's are recomputed)
+    flip=False, mean=0.1307, std=0.3081,
     default_from=None,
 )
 IDX_DATASETS: Dict[str, IdxDataSet] = {data.key: data for data in (FASHION_MNIST, MNIST)}
