@@ -46,8 +46,8 @@ class IdxDataSet:
     folder: str  # torchvision's class name: its data lives in root/<folder>/raw/
     classes: Tuple[str, ...]
     flip: bool  # a left-right mirror is still an image of its class (clothes yes, digits no)
-    # the training split's pixel mean and std on the 0-1 scale (ToTensor), computed from the official files:
-    # tests/test_idx_data.py recomputes them from the files on disk
+    # the training split's pixel mean and std on the 0-1 scale (ToTensor); tests/test_fashion_mnist.py recomputes
+    # Fashion-MNIST's from the files on disk
     mean: float
     std: float
     default_from: Optional[str]  # where a system package installs the .gz files; None: --from is required
