@@ -92,7 +92,7 @@ def test_a_sweep_with_an_invalid_point_is_refused_before_anything_is_written(hpm
 
 @pytest.mark.parametrize("overrides, message", [
     (["workload.dataset=png"], "hpml: error: workload.dataset: Invalid value 'png', expected one of "
-                               "[cifar10, image_folder]"),
+                               "[cifar10, image_folder, fashion_mnist, mnist]"),
     (["workload.data_placement=gpu"], "hpml: error: workload.data_placement: Invalid value 'gpu', expected one of "
                                       "[host, device]"),
     (["workload.augment=maybe"], "hpml: error: workload.augment: Value 'maybe' is not a valid bool (type str)"),

@@ -19,7 +19,7 @@ from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from hpml.evaluation.accuracy import batch_size
 from hpml.launcher.cli import main as hpml
 from hpml.models.build import build_classifier
-from hpml.models.saved import check_saved
+from hpml.models.saved import check_saved, load_saved
 from tests.evaluate_study import H100, H200, evaluate_error, left_out, no_hang, save_model
 
 
@@ -89,8 +89,17 @@ def test_only_regular_model_files_are_read(evaluate_study, capsys):
 
 
 GOOD = {"format": SAVED_MODEL_FORMAT, "state_dict": {"w": torch.zeros(2)}, "classes": ["dark", "bright"],
-        "model": {"name": "resnet18", "num_classes": 2, "image_size": 32, "cifar_stem": True},
+        "model": {"name": "resnet18", "num_classes": 2, "image_size": 32, "cifar_stem": True, "in_channels": 3,
+                  "padding": 0},
         "normalize": {"mean": [0.5] * 3, "std": [0.2] * 3}, "hardware": "cpu"}
+
+
+def test_a_model_saved_before_channels_and_padding_were_recorded_is_rgb_unpadded(tmp_path):
+    old = {**GOOD, "model": {k: v for k, v in GOOD["model"].items() if k not in ("in_channels", "padding")}}
+    assert check_saved(old) == []
+    torch.save(old, tmp_path / "model.pt")
+    saved = load_saved(tmp_path / "model.pt", tmp_path)
+    assert (saved.spec.in_channels, saved.padding) == (3, 0)
 
 
 @pytest.mark.parametrize("change, error", [
@@ -104,10 +113,16 @@ GOOD = {"format": SAVED_MODEL_FORMAT, "state_dict": {"w": torch.zeros(2)}, "clas
     ({"classes": ["dark", "dark"]}, "classes: 'dark' named more than once (folders are matched to classes by "
                                     "name)"),
     ({"classes": ["dark", ""]}, "classes: expected a list of class names"),
-    ({"normalize": {"mean": [float("nan")] * 3, "std": [0.2] * 3}}, "normalize: expected {mean: [r, g, b], std: "
-                                                                    "[r, g, b] > 0}, finite numbers"),
-    ({"normalize": {"mean": [0.5] * 3, "std": [float("inf")] * 3}}, "normalize: expected {mean: [r, g, b], std: "
-                                                                    "[r, g, b] > 0}, finite numbers"),
+    ({"normalize": {"mean": [float("nan")] * 3, "std": [0.2] * 3}}, "normalize: expected {mean: [...], std: [...] > "
+                                                                    "0}, 3 finite number(s) each (one per input "
+                                                                    "channel)"),
+    ({"normalize": {"mean": [0.5] * 3, "std": [float("inf")] * 3}}, "normalize: expected {mean: [...], std: [...] > "
+                                                                    "0}, 3 finite number(s) each (one per input "
+                                                                    "channel)"),
+    ({"in_channels": 2}, "model: in_channels=2; expected 1 (grayscale) or 3 (RGB)"),
+    ({"in_channels": 1}, "normalize: expected {mean: [...], std: [...] > 0}, 1 finite number(s) each (one per input "
+                         "channel)"),  # a 1-channel model with RGB statistics
+    ({"padding": -1}, "model: padding=-1; expected an integer in [0, 1024]"),
     ({"state_dict": {"w": torch.zeros(2), "b": [1, 2]}}, "state_dict: 'b' is a list, not a tensor"),
 ])
 def test_what_a_model_records_is_checked_before_anything_is_built(change, error):

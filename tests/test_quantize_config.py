@@ -32,9 +32,10 @@ def test_the_presets_compose_to_one_cpu_worker(compose_values):
 @pytest.mark.parametrize("override, message", [
     ("workload.model=resnet18", "workload.model='resnet18' is not allowed: one of hw5_cnn, hpml_cnn"),
     ("workload.num_classes=1", "workload.num_classes=1 is not allowed: an integer from 2 to 100,000"),
-    ("workload.dataset=imagenet", "workload.dataset: Invalid value 'imagenet', expected one of [cifar10, digits]"),
+    ("workload.dataset=imagenet", "workload.dataset: Invalid value 'imagenet', expected one of [cifar10, digits, fashion_mnist, mnist]"),
     ("workload.data_root=/data", "workload.data_root='/data' is not allowed: null when workload.dataset=digits"),
-    ("workload.dataset=cifar10", "workload.data_root=None is not allowed: a directory holding cifar-10-batches-py/"),
+    ("workload.dataset=cifar10", "workload.data_root=None is not allowed: a directory holding the data set when "
+                                    "workload.dataset=cifar10 (cifar-10-batches-py/"),
     ("workload.model_path=''", "workload.model_path='' is not allowed: a model.pt kept by the train workload"),
     ("workload.epochs=0", "workload.epochs=0 is not allowed: an integer >= 1"),
     ("workload.batch_size=0", "workload.batch_size=0 is not allowed: an integer >= 1"),

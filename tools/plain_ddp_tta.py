@@ -1,6 +1,14 @@
 """A plain DDP loop to a target accuracy: the reference beside `experiment=tta_gpus` (issue 36, item 5).
 
     torchrun --nproc_per_node N tools/plain_ddp_tta.py --data-root DIGITS50K [--repeats 5] [--out plain.json]
+    torchrun --nproc_per_node 1 tools/plain_ddp_tta.py --dataset fashion_mnist --data-root FMNIST \
+        --target 0.93 --epochs 15 --decay-epochs 15 --crop-padding 2 --flip --repeats 11 --out plain.json
+
+The second is the reference beside `experiment=tta_fashion_mnist` (issue 43): Fashion-MNIST read through
+torchvision.datasets.FashionMNIST(root) (what `hpml data fashion-mnist --root FMNIST` lays out), 1 x 28 x 28,
+normalized with its own mean and std, ResNet-18's CIFAR stem taking 1 channel; with --crop-padding P each training
+image is a random 28 x 28 window of the image zero-padded by P (one offset per sample), with --flip mirrored with
+probability 1/2: the preset's augmentation, batched on the GPU as a plain loop would write it.
 
 What a user would write without hpml, with the preset's recipe: CIFAR-10's python batches read with pickle,
 normalized once into one float tensor on each rank's GPU; every epoch one permutation of the training split (the
@@ -35,7 +43,14 @@ import torch.nn.functional as F
 import torchvision
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)  # CIFAR-10's, as torchvision examples use
+# (mean, std) per channel: CIFAR-10's, as torchvision examples use (the digits written as CIFAR-10 use them too);
+# Fashion-MNIST's training split's (hpml/conf/idx_data.py, tested against the files)
+STATS = {"cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)), "fashion_mnist": ((0.2860,), (0.3530,))}
+
+
+def read_fashion_mnist(root: Path, train: bool):
+    data = torchvision.datasets.FashionMNIST(str(root), train=train, download=False)
+    return data.data.unsqueeze(1).numpy(), data.targets.numpy().astype(np.int64)
 
 
 def read_split(root: Path, names):
@@ -48,16 +63,34 @@ def read_split(root: Path, names):
     return np.concatenate(images), np.asarray(labels, dtype=np.int64)
 
 
-def on_device(images: np.ndarray, labels: np.ndarray, device):
-    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+def on_device(images: np.ndarray, labels: np.ndarray, device, dataset: str):
+    """Normalized once into one float tensor on the device. Zero padding of the raw image is normalized too: a
+    padded pixel is -mean/std, what torchvision's RandomCrop(padding) then Normalize gives."""
+    mean, std = (torch.tensor(v, device=device).view(1, -1, 1, 1) for v in STATS[dataset])
     x = (torch.from_numpy(images).to(device).float() / 255 - mean) / std
     return x.contiguous(memory_format=torch.channels_last), torch.from_numpy(labels).to(device)
 
 
-def resnet18_cifar() -> torch.nn.Module:
+def augment(x: torch.Tensor, padding: int, flip: bool, pad_value: torch.Tensor, generator) -> torch.Tensor:
+    """Each sample its own random crop of the zero-padded image (and a left-right flip with probability 1/2)."""
+    n, _, h, w = x.shape
+    if padding:
+        padded = F.pad(x - pad_value, (padding,) * 4) + pad_value  # raw zeros, in the normalized scale
+        dy = torch.randint(0, 2 * padding + 1, (n, 1), device=x.device, generator=generator)
+        dx = torch.randint(0, 2 * padding + 1, (n, 1), device=x.device, generator=generator)
+        rows = (dy + torch.arange(h, device=x.device))[:, None, :, None]
+        cols = (dx + torch.arange(w, device=x.device))[:, None, None, :]
+        x = padded[torch.arange(n, device=x.device)[:, None, None, None],
+                   torch.arange(x.shape[1], device=x.device)[None, :, None, None], rows, cols]
+    if flip:
+        mirrored = torch.rand(n, device=x.device, generator=generator) < 0.5
+        x = torch.where(mirrored[:, None, None, None], x.flip(3), x)
+    return x.contiguous(memory_format=torch.channels_last)
+
+
+def resnet18_cifar(in_channels: int = 3) -> torch.nn.Module:
     model = torchvision.models.resnet18(num_classes=10)
-    model.conv1 = torch.nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+    model.conv1 = torch.nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
     model.maxpool = torch.nn.Identity()
     return model
 
@@ -81,7 +114,7 @@ def synchronize(device) -> None:
 
 def one_run(args, seed: int, train, test, device, rank: int, world: int, handle) -> dict:
     torch.manual_seed(seed)
-    model = DDP(resnet18_cifar().to(device, memory_format=torch.channels_last),
+    model = DDP(resnet18_cifar(train[0].shape[1]).to(device, memory_format=torch.channels_last),
                 device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9, weight_decay=5e-4)
     (x, y), (tx, ty) = train, test
@@ -90,6 +123,10 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
     steps = shard_len // per_rank
     generator = torch.Generator(device=device)
     mine = torch.arange(rank, len(ty), world, device=device)
+    mean, std = (torch.tensor(v, device=device).view(1, -1, 1, 1) for v in STATS[args.dataset])
+    pad_value = -mean / std  # a raw 0 pixel after normalization
+    draws = torch.Generator(device=device)
+    draws.manual_seed(seed * 1000 + rank)
     synchronize(device)
     dist.barrier()
     start_mj = energy_mj(handle)
@@ -105,7 +142,9 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
             for group in optimizer.param_groups:
                 group["lr"] = rate(step, steps, args.lr, args.warmup_epochs, args.decay_epochs)
             with torch.autocast(device.type, dtype=torch.bfloat16):
-                loss = F.cross_entropy(model(x[index]), y[index])
+                batch = augment(x[index], args.crop_padding, args.flip, pad_value, draws) \
+                    if args.crop_padding or args.flip else x[index]
+                loss = F.cross_entropy(model(batch), y[index])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -134,6 +173,12 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", type=Path, required=True)
+    parser.add_argument("--dataset", choices=sorted(STATS), default="cifar10",
+                        help="cifar10: CIFAR-10's python batches (the digits as written by hpml data digits); "
+                             "fashion_mnist: torchvision's FashionMNIST under the root")
+    parser.add_argument("--crop-padding", type=int, default=0, help="random crop of the zero-padded image; 0: none")
+    parser.add_argument("--flip", action="store_true", help="random left-right flip (not for digits)")
+    parser.add_argument("--max-samples", type=int, default=None, help="the first N of each split (smoke tests)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch", type=int, default=512, help="global batch")
     parser.add_argument("--lr", type=float, default=0.2)
@@ -156,8 +201,13 @@ def main() -> None:
         dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.backends.cudnn.benchmark = True
-    train = on_device(*read_split(args.data_root, [f"data_batch_{i}" for i in range(1, 6)]), device)
-    test = on_device(*read_split(args.data_root, ["test_batch"]), device)
+    if args.dataset == "fashion_mnist":
+        splits = read_fashion_mnist(args.data_root, True), read_fashion_mnist(args.data_root, False)
+    else:
+        splits = (read_split(args.data_root, [f"data_batch_{i}" for i in range(1, 6)]),
+                  read_split(args.data_root, ["test_batch"]))
+    train, test = (on_device(images[:args.max_samples], labels[:args.max_samples], device, args.dataset)
+                   for images, labels in splits)
     runs = []
     for seed in range(args.repeats):
         runs.append(one_run(args, seed, train, test, device, rank, world, handle))

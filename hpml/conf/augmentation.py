@@ -50,7 +50,7 @@ def check_crop_and_cutout(cfg: AugmentationFields) -> None:
             f"an integer in [1, workload.image_size={cfg.image_size}] when workload.cutout_holes > 0",
             cfg.cutout_size)
     require(cfg.cutout_holes == 0 or cfg.may_read_real_data, "workload.cutout_holes",
-            f"0 unless workload.dataset is cifar10 or image_folder (dataset={cfg.dataset.value})",
+            f"0 unless workload.dataset is cifar10, image_folder, fashion_mnist or mnist (dataset={cfg.dataset.value})",
             cfg.cutout_holes)
 
 

@@ -19,7 +19,7 @@ from hpml.conf.validation import named
 
 @dataclass(frozen=True)
 class MetaForward:
-    """What one forward of a 1 x 3 x S x S input through the model, built on the meta device, told."""
+    """What one forward of a 1 x C x S x S input through the model, built on the meta device, told."""
 
     problem: Optional[str]  # why the model cannot be built or cannot take the input; None if it can
     parameters: int = 0  # trainable parameters (their gradients and optimizer state are as many)
@@ -33,8 +33,10 @@ class MetaForward:
 
 
 @functools.lru_cache(maxsize=None)
-def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool = False) -> MetaForward:
-    """The model built on the meta device and one forward of a 1 x 3 x image_size x image_size input, with
+def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool = False,
+                 channels: int = 3) -> MetaForward:
+    """The model built on the meta device (taking `channels` input channels: 1 for Fashion-MNIST) and one forward
+    of a 1 x channels x image_size x image_size input, with
     autograd recording, what it saves for backward matched against the leaf modules' outputs.
 
     Leaf outputs, not every saved tensor: the meta device runs attention as its math decomposition, which saves
@@ -45,13 +47,13 @@ def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool
     from hpml.models.stats.layers import _tensors, hooked_leaf_calls, meta_model
 
     try:
-        built = meta_model(model, num_classes, cifar_stem=cifar_stem)
+        built = meta_model(model, num_classes, cifar_stem=cifar_stem, in_channels=channels)
     except Exception as error:  # noqa: BLE001 - a model the keys cannot build is said as such, not as a size
         return MetaForward(f"workload.model={named(model)} cannot be built with these keys ({_first_line(error)})")
     state = [*built.parameters(), *built.buffers()]
     counted = dict(parameters=sum(p.numel() for p in built.parameters() if p.requires_grad),
                    state_bytes=sum(t.numel() * t.element_size() for t in state))
-    image = torch.empty(1, 3, image_size, image_size, device="meta")
+    image = torch.empty(1, channels, image_size, image_size, device="meta")
     not_activations = {_storage(t) for t in [*state, image]}
     outputs: Dict[int, Any] = {}  # storage -> a tensor on it (held, so that no storage is freed and its id reused)
     saved: Set[int] = set()
@@ -71,15 +73,16 @@ def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool
         complete = False
     except Exception as error:  # noqa: BLE001 - any failure of the forward is the answer
         return MetaForward(f"workload.image_size={image_size}: {named(model)} cannot run on a "
-                           f"3x{image_size}x{image_size} input ({_first_line(error)}); choose a workload.image_size "
+                           f"{channels}x{image_size}x{image_size} input ({_first_line(error)}); choose a workload.image_size "
                            "the model takes (224 fits every torchvision model)")
     kept = sum(t.untyped_storage().nbytes() // t.element_size() for key, t in outputs.items() if key in saved)
     return MetaForward(None, saved_leaf_outputs=kept, complete=complete, **counted)
 
 
-def input_problem(model: str, image_size: int, num_classes: int, cifar_stem: bool = False) -> Optional[str]:
-    """Why `model` cannot take a 3 x image_size x image_size input, or None if it can."""
-    return meta_forward(model, image_size, num_classes, cifar_stem).problem
+def input_problem(model: str, image_size: int, num_classes: int, cifar_stem: bool = False,
+                  channels: int = 3) -> Optional[str]:
+    """Why `model` cannot take a channels x image_size x image_size input, or None if it can."""
+    return meta_forward(model, image_size, num_classes, cifar_stem, channels).problem
 
 
 def _storage(tensor: Any) -> int:

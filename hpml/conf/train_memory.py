@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any, Optional, Tuple
 
 from hpml.conf.data_on_disk import OnDisk
-from hpml.conf.limits import IMAGE_CHANNELS
 from hpml.conf.model_input import meta_forward
 from hpml.conf.validation import named
 from hpml.contract.units import GIB
@@ -84,14 +83,14 @@ def step_memory(cfg: Any, per_worker: int, found: Optional[OnDisk]) -> StepMemor
     """The lower bound of one step's memory on one device of a worker (the module docstring says what it counts).
     per_worker: the worker's samples per step (conf.workload.train.per_worker_batch); found: its data set on disk
     (conf.workload.train_data.on_disk), None when there is none to count."""
-    forward = meta_forward(cfg.model, cfg.image_size, cfg.num_classes, cfg.cifar_stem)
+    forward = meta_forward(cfg.model, cfg.model_side, cfg.num_classes, cfg.cifar_stem, cfg.input_channels)
     fp32 = forward.parameters * 4
     per_device = per_worker // cfg.devices_per_worker * cfg.batch_augmentation
     element = 2 if cfg.precision in AUTOCAST else 4
     forward_samples = per_device // cfg.accumulation_chunks
     activations = 0 if cfg.activation_checkpointing else forward.saved_leaf_outputs * forward_samples * element
     return StepMemory(weights=forward.state_bytes, gradients=fp32, momentum=fp32 if cfg.momentum > 0 else 0,
-                      activations=activations, inputs=per_device * IMAGE_CHANNELS * cfg.image_size ** 2 * element,
+                      activations=activations, inputs=per_device * cfg.input_channels * cfg.model_side ** 2 * element,
                       data=device_split_bytes(cfg, found), accumulating=cfg.accumulation_chunks > 1)
 
 
@@ -100,7 +99,9 @@ def device_split_bytes(cfg: Any, found: Optional[OnDisk]) -> int:
     the data set is not on disk here to count (or dataset=auto found no CIFAR-10: synthetic data, on the host)."""
     if cfg.data_placement != "device" or found is None:
         return 0
-    image = IMAGE_CHANNELS * cfg.image_size ** 2 if cfg.dataset == "image_folder" else CIFAR10_IMAGE_BYTES
+    # as decoded: CIFAR-10's rows, an image folder resized to image_size in RGB, Fashion-MNIST's 1 x 28 x 28 padded
+    # to the model's side once (workloads/train/device_data.py)
+    image = CIFAR10_IMAGE_BYTES if cfg.dataset in ("cifar10", "auto") else cfg.input_channels * cfg.model_side ** 2
     return found.train_samples * (image + LABEL_BYTES)
 
 

@@ -1,5 +1,6 @@
 """`hpml data digits --root DIR [--ood DIR] [--seed N] [--train-size N] [--jpeg-folder DIR] [--force]`: write a data
-set that needs no download.
+set that needs no download. `hpml data fashion-mnist|mnist --root DIR [--from FOLDER] [--force]`: lay out the
+official files of FOLDER where torchvision reads them (dataprep/idx_sets.py).
 
 Prints what it wrote; a target that already holds files is refused with one line (exit 2) unless --force.
 """
@@ -12,10 +13,12 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from hpml.conf.idx_data import IDX_DATASETS
 from hpml.contract.cli_args import OneLineParser
 from hpml.contract.folders import empty_path_problem
 from hpml.dataprep import digits_cifar as dc
 from hpml.dataprep import digits_loader_data as large
+from hpml.dataprep import idx_sets
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -38,6 +41,20 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="also write the training split (as written: enlarged with --train-size) and the test "
                              "split as JPEGs in DIR/train/<digit>/ and DIR/val/<digit>/ (torchvision ImageFolder)")
     digits.add_argument("--force", action="store_true", help="overwrite a target that already holds files")
+    for data in IDX_DATASETS.values():
+        where = f"default {data.default_from}" if data.default_from else "required"
+        idx = sets.add_parser(
+            data.command, help=f"{data.folder}'s four official .gz files, checked and laid out for torchvision",
+            description=f"{data.folder}: the four official .gz files of FROM checked (complete, 60,000 + 10,000 "
+                        "images of 28x28, labels 0-9, the MD5s torchvision publishes) and written unpacked to "
+                        f"ROOT/{data.raw}/, where torchvision.datasets.{data.folder}(ROOT) reads them.")
+        idx.add_argument("--root", required=True, help="data root (workload.data_root)")
+        idx.add_argument("--from", dest="source", default=data.default_from, required=data.default_from is None,
+                         metavar="FOLDER", help=f"the folder of the .gz files ({where})")
+        idx.add_argument("--ood", default=None, metavar="DIR",
+                         help="also write an out-of-distribution copy of the test set to DIR/<class>/ (the first "
+                              "100 test images of each class rotated 20 degrees, PNG), for `hpml evaluate`")
+        idx.add_argument("--force", action="store_true", help="overwrite the files this command wrote before")
     return parser.parse_args(argv)
 
 
@@ -97,9 +114,14 @@ def write_digits(root: Path, ood: Path | None, seed: int, force: bool, train_siz
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        folders = output_folders({"--root": args.root, "--ood": args.ood, "--jpeg-folder": args.jpeg_folder})
-        lines = write_digits(folders["--root"], folders.get("--ood"), args.seed, args.force, args.train_size,
-                             folders.get("--jpeg-folder"))
+        if args.dataset != "digits":
+            data = next(d for d in IDX_DATASETS.values() if d.command == args.dataset)
+            folders = output_folders({"--root": args.root, "--ood": args.ood})
+            lines = idx_sets.lay_out(data, folders["--root"], Path(args.source), args.force, folders.get("--ood"))
+        else:
+            folders = output_folders({"--root": args.root, "--ood": args.ood, "--jpeg-folder": args.jpeg_folder})
+            lines = write_digits(folders["--root"], folders.get("--ood"), args.seed, args.force, args.train_size,
+                                 folders.get("--jpeg-folder"))
     except dc.DataError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2

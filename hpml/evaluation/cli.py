@@ -65,13 +65,15 @@ def evaluate(sweep_dir: Path, images: Path) -> Tuple[str, list]:
         except SavedModelError as error:
             not_evaluated.append((path, str(error)))
             continue
-        data = dataset(folders, saved.classes, saved.image_size, saved.mean, saved.std)
+        data = dataset(folders, saved.classes, saved.image_size, saved.mean, saved.std, saved.spec.in_channels,
+                       saved.padding)
+        side = saved.image_size + 2 * saved.padding
         try:
-            evaluated.append(Evaluated(saved, score(model, data, device, batch_size(saved.image_size))))
+            evaluated.append(Evaluated(saved, score(model, data, device, batch_size(side))))
         except ImageFolderError:
             raise
         except Exception as error:  # noqa: BLE001 - whatever this model's forward pass raises, it alone fails
-            not_evaluated.append((path, f"its forward pass failed on {saved.image_size} x {saved.image_size} "
+            not_evaluated.append((path, f"its forward pass failed on {side} x {side} "
                                         f"inputs ({one_line(error)})"))
         del model, saved  # one model in memory at a time
         if device.type == "cuda":

@@ -209,11 +209,14 @@ class _Images:
 
 
 def dataset(folders: ClassFolders, classes: List[str], image_size: int, mean: Sequence[float],
-            std: Sequence[float]):
-    """The folder's usable images as (image tensor, the model's class index) pairs."""
+            std: Sequence[float], channels: int = 3, padding: int = 0):
+    """The folder's usable images as (image tensor, the model's class index) pairs: grayscale for a 1-channel
+    model (PIL's L of the RGB image: a gray image comes back unchanged), zero-padded as the model was trained."""
     import torchvision.transforms as T
 
-    transform = T.Compose([T.Resize(image_size), T.CenterCrop(image_size), T.ToTensor(),
+    gray = [T.Grayscale(1)] if channels == 1 else []
+    pad = [T.Pad(padding, fill=0)] if padding else []
+    transform = T.Compose([T.Resize(image_size), T.CenterCrop(image_size), *gray, *pad, T.ToTensor(),
                            T.Normalize(list(mean), list(std))])
     samples = [(path, classes.index(name)) for name, paths in folders.samples.items() for path in paths]
     return _Images(samples, transform)

@@ -68,7 +68,9 @@ def sections(evaluated: Sequence[Evaluated], folders: ClassFolders,
                  f"{left_out}; "
                  "folders matched to each model's classes by name. Transform (the train workload's evaluation "
                  f"transform): RGB, shorter side resized to image_size ({first.image_size} for the first model), "
-                 "centre crop to image_size × image_size, to tensor, normalize with the model's saved mean and std. "
+                 "centre crop to image_size × image_size, grayscale for a 1-channel model, zero padding where the "
+                 f"model was trained on padded images ({first.padding} px a side for the first model), to tensor, "
+                 "normalize with the model's saved mean and std. "
                  "Top-1 = correct / images.")
         body = [[e.saved.point, e.saved.hardware, describe(e.saved.spec), e.score.images, e.score.correct,
                  _pct(e.score.top1)] for e in evaluated]

@@ -140,6 +140,10 @@ VERBS: Dict[str, Verb] = {
   data digits --root R [--ood O] [--seed N] [--train-size N] [--jpeg-folder J] [--force]
                           scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images;
                           N: the training images repeated to N; J: both splits as JPEGs (ImageFolder)
+       fashion-mnist|mnist --root R [--from F] [--ood O] [--force]
+                          the four official .gz files of F checked (MD5s as torchvision publishes them) and
+                          unpacked to R/FashionMNIST/raw/ (R/MNIST/raw/), where torchvision reads them;
+                          O: the first 100 test images of each class rotated 20 degrees (PNG)
 """, _data),
     "model-stats": Verb("""\
   model-stats MODEL [--input 3x224x224] [--batch N] [--no-bias] [--dtype D] [--format md|csv|tex]

@@ -68,10 +68,10 @@ class BasicBlock(nn.Module):
 
 
 class CifarResNet(nn.Module):
-    def __init__(self, depth: int, num_classes: int = 10):
+    def __init__(self, depth: int, num_classes: int = 10, in_channels: int = 3):
         super().__init__()
         n = blocks_per_stage(depth)
-        self.conv1 = nn.Conv2d(3, STAGE_CHANNELS[0], 3, stride=1, padding=1, bias=False)
+        self.conv1 = nn.Conv2d(in_channels, STAGE_CHANNELS[0], 3, stride=1, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(STAGE_CHANNELS[0])
         stages, inputs = [], STAGE_CHANNELS[0]
         for index, outputs in enumerate(STAGE_CHANNELS):

@@ -3,10 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 # He et al. 2016's five CIFAR ResNet depths (6n + 2), and 8 (n = 1): the same architecture for tests on a CPU
 CIFAR_RESNET_DEPTHS = (8, 20, 32, 44, 56, 110)
+
+# The input side a model was designed for, where it has one: He et al.'s CIFAR ResNets map 32x32 to 32/16/8 feature
+# maps. A data set of smaller images (Fashion-MNIST's 28x28) is zero-padded to it, evenly on every side, as LeNet-5
+# padded MNIST's 28x28 to 32x32; a model not listed takes the data set's own size.
+DESIGNED_INPUT_SIDE: Dict[str, int] = {f"cifar_resnet{depth}": 32 for depth in CIFAR_RESNET_DEPTHS}
+
+
+def designed_side(model: str) -> Optional[int]:
+    """The input side `model` was designed for, or None when it takes any size."""
+    return DESIGNED_INPUT_SIDE.get(model)
+
 
 # name -> what it is, for error messages and docs
 HPML_MODELS: Dict[str, str] = {

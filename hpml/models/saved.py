@@ -42,6 +42,7 @@ class ModelSpec:
     model: str
     num_classes: int
     cifar_stem: bool
+    in_channels: int = 3  # 1: a grayscale data set (Fashion-MNIST, MNIST)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class SavedModel:
     point: str  # the point's folder relative to the folder searched, e.g. "points/3" or "h100/points/3"
     spec: ModelSpec
     image_size: int
+    padding: int  # zero pixels added on each side after the resize to image_size
     classes: List[str]
     mean: List[float]
     std: List[float]
@@ -87,6 +89,10 @@ def _model_errors(model: Any) -> List[str]:
     if not _int_in(model.get("image_size"), MIN_IMAGE_SIZE, MAX_IMAGE_SIZE):
         errors.append(f"model: image_size={model.get('image_size')!r}; expected an integer in "
                       f"[{MIN_IMAGE_SIZE}, {MAX_IMAGE_SIZE}]")
+    if model.get("in_channels", 3) not in (1, 3) or type(model.get("in_channels", 3)) is not int:
+        errors.append(f"model: in_channels={model.get('in_channels')!r}; expected 1 (grayscale) or 3 (RGB)")
+    if not _int_in(model.get("padding", 0), 0, MAX_IMAGE_SIZE):
+        errors.append(f"model: padding={model.get('padding')!r}; expected an integer in [0, {MAX_IMAGE_SIZE}]")
     return errors
 
 
@@ -119,9 +125,11 @@ def check_saved(saved: Any) -> List[str]:
     model = saved.get("model")
     errors = _model_errors(model) + [e for e in (_classes_error(saved.get("classes"), model),) if e]
     normalize = saved.get("normalize")
-    if not (isinstance(normalize, dict) and _numbers(normalize.get("mean"), 3) and _numbers(normalize.get("std"), 3)
-            and all(s > 0 for s in normalize["std"])):
-        errors.append("normalize: expected {mean: [r, g, b], std: [r, g, b] > 0}, finite numbers")
+    channels = model.get("in_channels", 3) if isinstance(model, dict) and model.get("in_channels", 3) in (1, 3) else 3
+    if not (isinstance(normalize, dict) and _numbers(normalize.get("mean"), channels)
+            and _numbers(normalize.get("std"), channels) and all(s > 0 for s in normalize["std"])):
+        errors.append(f"normalize: expected {{mean: [...], std: [...] > 0}}, {channels} finite number(s) each (one "
+                      "per input channel)")
     if not isinstance(saved.get("hardware"), str):
         errors.append("hardware: expected the GPU model name or \"cpu\"")
     state_dict_error = _state_dict_error(saved.get("state_dict"))
@@ -142,7 +150,8 @@ def load_saved(path: Path, root: Path) -> SavedModel:
         raise SavedModelError("; ".join(errors))
     m, normalize = saved["model"], saved["normalize"]
     return SavedModel(path=path, point=str(path.parent.relative_to(root)),
-                      spec=ModelSpec(m["name"], m["num_classes"], m["cifar_stem"]), image_size=m["image_size"],
+                      spec=ModelSpec(m["name"], m["num_classes"], m["cifar_stem"], m.get("in_channels", 3)),
+                      image_size=m["image_size"], padding=m.get("padding", 0),
                       classes=list(saved["classes"]), mean=[float(v) for v in normalize["mean"]],
                       std=[float(v) for v in normalize["std"]], hardware=saved["hardware"],
                       state_dict=saved["state_dict"])
@@ -159,7 +168,8 @@ def rebuild(saved: SavedModel, device: torch.device) -> torch.nn.Module:
     """The trained network on `device`, in eval mode; SavedModelError when the weights do not fit it."""
     spec = saved.spec
     try:
-        model = build_classifier(spec.model, num_classes=spec.num_classes, cifar_stem=spec.cifar_stem)
+        model = build_classifier(spec.model, num_classes=spec.num_classes, cifar_stem=spec.cifar_stem,
+                                 in_channels=spec.in_channels)
         fit = model.load_state_dict(saved.state_dict, strict=False)
     except (ValueError, RuntimeError, KeyError) as error:  # unknown model name, a tensor of the wrong shape
         raise SavedModelError(f"cannot rebuild {describe(saved.spec)}: {_first_reason(error)}")
@@ -171,4 +181,4 @@ def rebuild(saved: SavedModel, device: torch.device) -> torch.nn.Module:
 
 
 def describe(spec: ModelSpec) -> str:
-    return spec.model + (" (CIFAR stem)" if spec.cifar_stem else "")
+    return spec.model + (" (CIFAR stem)" if spec.cifar_stem else "") + (" (1 channel)" if spec.in_channels == 1 else "")

@@ -1,4 +1,4 @@
-"""hpml_cnn: a small real CNN for 32x32 (or any size) RGB inputs.
+"""hpml_cnn: a small real CNN for 32x32 (or any size) inputs, RGB or grayscale (in_channels).
 
 Big enough to learn the digits set to ~97 % in a few epochs, small enough that CI trains it on two CPU cores
 in seconds (a time-to-accuracy preset must reach its target on every run, not on a lucky seed).
@@ -16,9 +16,9 @@ def conv_block(inputs: int, outputs: int) -> nn.Sequential:
 
 
 class SmallCNN(nn.Module):
-    def __init__(self, num_classes: int = 10):
+    def __init__(self, num_classes: int = 10, in_channels: int = 3):
         super().__init__()
-        self.features = nn.Sequential(conv_block(3, 32), nn.MaxPool2d(2), conv_block(32, 64), nn.MaxPool2d(2),
+        self.features = nn.Sequential(conv_block(in_channels, 32), nn.MaxPool2d(2), conv_block(32, 64), nn.MaxPool2d(2),
                                       conv_block(64, 128), nn.AdaptiveAvgPool2d(1))
         self.classifier = nn.Linear(128, num_classes)
 

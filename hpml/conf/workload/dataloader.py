@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from hpml.conf.data_on_disk import CIFAR10_SIDE, missing_cifar10_files, unreadable_cifar10, unreadable_image_folder
+from hpml.conf.idx_data import IDX_DATASETS, IDX_SIDE, idx_problem
 from hpml.conf.limits import require_input_batch, require_repeats
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.validation import MISSING, require
@@ -28,6 +29,9 @@ from hpml.conf.workload_contract import WorkloadConfig, check_loader_workers_fit
 class LoaderDataset(str, Enum):
     cifar10 = "cifar10"  # CIFAR-10's python batches under data_root/cifar-10-batches-py (torchvision's reader)
     image_folder = "image_folder"  # data_root/train/<class>/<image> (torchvision ImageFolder: decoded per sample)
+    # torchvision's FashionMNIST / MNIST under data_root (`hpml data fashion-mnist|mnist`): 1 x 28 x 28
+    fashion_mnist = "fashion_mnist"
+    mnist = "mnist"
 
 
 @dataclass
@@ -56,6 +60,9 @@ class DataloaderConfig(WorkloadConfig):
         require(self.epochs >= 2, "workload.epochs", "an integer >= 2 (epoch 1 is warm-up and is not reported)",
                 self.epochs)
         require_repeats(self, epochs=("epochs",))
+        require(self.dataset.value not in IDX_DATASETS or self.image_size == IDX_SIDE, "workload.image_size",
+                f"{IDX_SIDE} when workload.dataset={self.dataset.value} (its images are {IDX_SIDE}x{IDX_SIDE})",
+                self.image_size)
         require(self.dataset != LoaderDataset.cifar10 or self.image_size == CIFAR10_SIDE, "workload.image_size",
                 f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the "
                 "size applies to image_folder)", self.image_size)
@@ -102,6 +109,10 @@ class DataloaderConfig(WorkloadConfig):
 def data_problem(cfg: DataloaderConfig) -> Optional[str]:
     """Why the configured data set is not on disk in torchvision's layout, in one line; None when it is."""
     hint = "write one with `hpml data digits --root R --train-size 50000 --jpeg-folder J`"
+    idx = IDX_DATASETS.get(cfg.dataset.value)
+    if idx:
+        problem = idx_problem(cfg.data_root, idx)
+        return f"workload.data_root={cfg.data_root}: {problem}" if problem else None
     if cfg.dataset == LoaderDataset.cifar10:
         absent = missing_cifar10_files(cfg.data_root)
         if absent:

@@ -16,7 +16,14 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-from hpml.conf.data_on_disk import cifar10_contents, classes_problem, missing_cifar10_files, unreadable_cifar10
+from hpml.conf.data_on_disk import (
+    OnDisk,
+    cifar10_contents,
+    classes_problem,
+    missing_cifar10_files,
+    unreadable_cifar10,
+)
+from hpml.conf.idx_data import IDX_DATASETS, idx_problem
 from hpml.conf.limits import require_classes, require_repeats
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.validation import MISSING, require
@@ -44,6 +51,10 @@ class Engine(str, Enum):
 class QuantDataset(str, Enum):
     cifar10 = "cifar10"  # CIFAR-10's python files under data_root (e.g. `hpml data digits --root DIR`)
     digits = "digits"  # scikit-learn's digits built in memory, the same images `hpml data digits` writes (seed 0)
+    # torchvision's FashionMNIST / MNIST from data_root (`hpml data fashion-mnist|mnist`): 1 channel, 28x28, zero-
+    # padded to 32x32 for hw5_cnn (its 400-input layer is 16 x 5 x 5 of a 32x32 input)
+    fashion_mnist = "fashion_mnist"
+    mnist = "mnist"
 
 
 class ScaleMethod(str, Enum):
@@ -97,8 +108,9 @@ class QuantizeConfig(WorkloadConfig):
         require(self.model in QUANTIZABLE_MODELS, "workload.model",
                 f"one of {', '.join(QUANTIZABLE_MODELS)} (chains of conv / linear, ReLU, pooling)", self.model)
         require_classes(self.num_classes)
-        require(self.dataset != QuantDataset.cifar10 or bool(self.data_root), "workload.data_root",
-                "a directory holding cifar-10-batches-py/ when workload.dataset=cifar10", self.data_root)
+        require(self.dataset == QuantDataset.digits or bool(self.data_root), "workload.data_root",
+                f"a directory holding the data set when workload.dataset={self.dataset.value} (cifar-10-batches-py/, "
+                "FashionMNIST/raw/, MNIST/raw/)", self.data_root)
         require(self.dataset != QuantDataset.digits or self.num_classes == DIGITS_CLASSES, "workload.num_classes",
                 f"{DIGITS_CLASSES} when workload.dataset=digits (the digits 0-9)", self.num_classes)
         require(self.dataset != QuantDataset.digits or self.data_root is None, "workload.data_root",
@@ -129,6 +141,11 @@ class QuantizeConfig(WorkloadConfig):
 
 
 def data_problem(cfg: QuantizeConfig) -> Optional[str]:
+    idx = IDX_DATASETS.get(cfg.dataset.value)
+    if idx:
+        problem = idx_problem(cfg.data_root, idx)
+        return f"workload.data_root={cfg.data_root}: {problem}" if problem else classes_problem(
+            cfg.num_classes, cfg.data_root, OnDisk(60000, len(idx.classes)))
     if cfg.dataset != QuantDataset.cifar10:
         return None
     missing = missing_cifar10_files(cfg.data_root)

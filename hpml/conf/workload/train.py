@@ -14,6 +14,7 @@ from typing import List, Optional
 
 from hpml.conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
 from hpml.conf.data_on_disk import CIFAR10_SIDE
+from hpml.conf.idx_data import IDX_SIDE
 from hpml.conf.limits import require_buffer, require_input_batch, require_repeats
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
@@ -24,10 +25,14 @@ from hpml.conf.workload.train_data import (
     Dataset,
     check_batch_fits_data,
     data_problem,
+    flips,
+    idx_dataset,
+    input_channels,
     on_disk,
 )
 from hpml.conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
 from hpml.contract.train_format import per_worker_batch as worker_batch
+from hpml.models.names import designed_side
 
 
 class Parallel(str, Enum):
@@ -91,9 +96,14 @@ class LrScaling(str, Enum):
 class TrainConfig(WorkloadConfig):
     model: str = MISSING  # a torchvision classification model name (resnet18, resnet50, ...)
     num_classes: int = MISSING
-    image_size: int = MISSING  # inputs are 3 x image_size x image_size
+    # the data's images are image_size x image_size (CIFAR-10 32, Fashion-MNIST and MNIST 28); a model designed for a
+    # larger side (the CIFAR ResNets: 32) gets them zero-padded to it (model_side, input_block)
+    image_size: int = MISSING
     dataset: Dataset = MISSING
-    data_root: Optional[str] = None  # required for cifar10 / image_folder; never downloaded
+    data_root: Optional[str] = None  # required for cifar10 / image_folder / fashion_mnist / mnist; never downloaded
+    # real data sets: train on the first N samples of the training split and evaluate on the first N of the held-out
+    # one (a slice for tests and quick looks; the result's measurements.dataset_note says so); null: all of them
+    max_samples: Optional[int] = None
     synthetic_samples: int = MISSING  # size of the synthetic data set (per epoch, all workers together)
     batch_size: int = MISSING  # per worker (scaling=weak) or global (scaling=strong)
     scaling: Scaling = MISSING
@@ -142,7 +152,9 @@ class TrainConfig(WorkloadConfig):
     # stop once an evaluation reaches this top-1 (a fraction, 0-1], but not before epoch 2 (epoch 1 is warm-up);
     # workload.epochs is the cap. null: train all epochs. Needs eval_every >= 1.
     target_accuracy: Optional[float] = None
-    augment: bool = MISSING  # cifar10 / image_folder: random crop and horizontal flip (false for digits)
+    # real data sets: random crop, and a horizontal flip where the data set allows it (not MNIST's digits;
+    # false for the digits written as CIFAR-10)
+    augment: bool = MISSING
     crop_padding: int = MISSING  # augment: zero padding (pixels) around the image before the random crop
     cutout_holes: int = MISSING  # Cutout (DeVries & Taylor 2017): square holes per training image; 0: off
     cutout_size: int = MISSING  # the holes' side in pixels (clipped at the border)
@@ -184,6 +196,11 @@ class TrainConfig(WorkloadConfig):
                 "workload.data_root",
                 f"a directory holding the data set when workload.dataset={self.dataset.value}",
                 self.data_root)
+        require(self.max_samples is None or (type(self.max_samples) is int and self.max_samples >= 1),
+                "workload.max_samples", "null (every sample) or an integer >= 1", self.max_samples)
+        require(self.max_samples is None or self.may_read_real_data, "workload.max_samples",
+                f"null unless the data set is a real one (dataset={self.dataset.value}: "
+                "use workload.synthetic_samples)", self.max_samples)
         require(self.dp_devices >= 1, "workload.dp_devices", "an integer >= 1", self.dp_devices)
         require(self.parallel == Parallel.dp or self.dp_devices == 1, "workload.dp_devices",
                 f"1 when workload.parallel={self.parallel.value} (one GPU per process; several only with parallel=dp)", self.dp_devices)
@@ -199,7 +216,8 @@ class TrainConfig(WorkloadConfig):
                         epochs=("epochs",))
         require(self.eval_every >= 0, "workload.eval_every", "an integer >= 0 (0: no evaluation)", self.eval_every)
         require(self.eval_every == 0 or self.dataset in REAL_DATASETS, "workload.eval_every",
-                "0 unless workload.dataset is cifar10 or image_folder (a real held-out split: CIFAR-10's test "
+                "0 unless workload.dataset is cifar10, image_folder, fashion_mnist or mnist (a real held-out split: "
+                "CIFAR-10's test "
                 f"batch, an image folder's val/); dataset={self.dataset.value} has none", self.eval_every)
         target = self.target_accuracy
         require(target is None or (isinstance(target, (int, float)) and 0 < target <= 1), "workload.target_accuracy",
@@ -218,6 +236,10 @@ class TrainConfig(WorkloadConfig):
         require(self.dataset != Dataset.cifar10 or self.image_size == CIFAR10_SIDE, "workload.image_size",
                 f"{CIFAR10_SIDE} when workload.dataset=cifar10 (its images are {CIFAR10_SIDE}x{CIFAR10_SIDE}; the size "
                 "applies to image_folder and the synthetic data sets)", self.image_size)
+        data = idx_dataset(self.dataset)
+        require(data is None or self.image_size == IDX_SIDE, "workload.image_size",
+                f"{IDX_SIDE} when workload.dataset={self.dataset.value} (its images are {IDX_SIDE}x{IDX_SIDE}, taken as "
+                "they are; a model designed for 32x32 gets them zero-padded)", self.image_size)
         check_crop_and_cutout(self)
         check_cuda_graphs(self)
         check_step_decay(self)
@@ -240,6 +262,29 @@ class TrainConfig(WorkloadConfig):
         """cifar10 or image_folder, or auto (CIFAR-10 where data_root holds it): data with images to augment and to
         keep on the device."""
         return self.dataset in REAL_DATASETS + (Dataset.auto,)
+
+    @property
+    def input_channels(self) -> int:
+        """Channels of the images the model takes: the data set's own (1 for Fashion-MNIST and MNIST)."""
+        return input_channels(self.dataset)
+
+    @property
+    def model_side(self) -> int:
+        """The side of the images the model takes: the data's, or the larger side the model was designed for (real
+        data sets only: synthetic images are made at image_size, and dataset=auto may turn out synthetic)."""
+        if self.dataset not in REAL_DATASETS:
+            return self.image_size
+        return max(self.image_size, designed_side(self.model) or 0)
+
+    @property
+    def fit_padding(self) -> int:
+        """Zero pixels added on each side to bring the data's images to model_side (0: taken as they are)."""
+        return (self.model_side - self.image_size) // 2
+
+    @property
+    def flip(self) -> bool:
+        """The horizontal flip of the training augmentation: with workload.augment, where the data set allows it."""
+        return self.augment and flips(self.dataset)
 
     @property
     def devices_per_worker(self) -> int:
@@ -278,8 +323,8 @@ class TrainConfig(WorkloadConfig):
     def preflight_problems(self) -> List[str]:
         problems = [problem for problem in (model_problem(self.model), data_problem(self)) if problem]
         if not problems:  # the model is known: can it take the images it will get?
-            problems += [p for p in [input_problem(self.model, self.image_size, self.num_classes,
-                                                   self.cifar_stem)] if p]
+            problems += [p for p in [input_problem(self.model, self.model_side, self.num_classes,
+                                                   self.cifar_stem, self.input_channels)] if p]
         if self.activation_checkpointing and not problems:
             from hpml.models.stages import stages_problem  # imports torch: only when checkpointing is asked for
 
@@ -363,7 +408,7 @@ def check_batchnorm_samples(cfg: TrainConfig, per_worker: int) -> None:
 
     try:
         with torch.device("meta"):
-            model = build_classifier(cfg.model, cfg.num_classes, cfg.cifar_stem)
+            model = build_classifier(cfg.model, cfg.num_classes, cfg.cifar_stem, cfg.input_channels)
     except ValueError:
         return  # the model's own problem (e.g. cifar_stem on a non-ResNet) is refused where it is checked
     has_batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())

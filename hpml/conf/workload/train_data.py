@@ -17,6 +17,7 @@ from hpml.conf.data_on_disk import (
     unreadable_cifar10,
     unreadable_image_folder,
 )
+from hpml.conf.idx_data import IDX_DATASETS, IDX_TRAIN_SAMPLES, IdxDataSet, idx_problem
 from hpml.conf.validation import require
 
 
@@ -29,9 +30,32 @@ class Dataset(str, Enum):
     # random batches made once on the training device: no loader, no host-to-device copy (a compute
     # benchmark, like Horovod's synthetic benchmark)
     synthetic_device = "synthetic_device"
+    # torchvision.datasets.FashionMNIST / MNIST read from data_root/FashionMNIST/raw/ (MNIST/raw/), laid out by
+    # `hpml data fashion-mnist|mnist`: 1 channel, 28x28 (conf/idx_data.py)
+    fashion_mnist = "fashion_mnist"
+    mnist = "mnist"
 
 
-REAL_DATASETS = (Dataset.cifar10, Dataset.image_folder)  # read from data_root, with a held-out split
+# read from data_root, with a held-out split
+REAL_DATASETS = (Dataset.cifar10, Dataset.image_folder, Dataset.fashion_mnist, Dataset.mnist)
+RGB_CHANNELS = 3  # CIFAR-10, image folders (converted to RGB) and the synthetic images
+
+
+def idx_dataset(dataset: Dataset) -> Optional[IdxDataSet]:
+    """Fashion-MNIST's or MNIST's description (conf/idx_data.py), None for the other data sets."""
+    return IDX_DATASETS.get(dataset.value)
+
+
+def input_channels(dataset: Dataset) -> int:
+    """The channels of the data set's images, which the model's first layer takes as they are."""
+    return 1 if idx_dataset(dataset) else RGB_CHANNELS
+
+
+def flips(dataset: Dataset) -> bool:
+    """Whether a left-right flip keeps an image in its class: not for digits (MNIST); CIFAR-10's and an image
+    folder's photos, and Fashion-MNIST's clothes, yes (the digits written as CIFAR-10 turn augment off instead)."""
+    data = idx_dataset(dataset)
+    return data.flip if data else True
 
 
 class TrainData(Protocol):
@@ -39,6 +63,7 @@ class TrainData(Protocol):
     dataset: Dataset
     data_root: str
     synthetic_samples: int
+    max_samples: Optional[int]
     num_classes: int
     eval_every: int
     batch_size: int
@@ -51,6 +76,9 @@ def on_disk(cfg: TrainData) -> Optional[OnDisk]:
         return cifar10_contents(cfg.data_root)
     if cfg.dataset == Dataset.image_folder:
         return image_folder_contents(cfg.data_root)
+    data = idx_dataset(cfg.dataset)
+    if data and idx_problem(cfg.data_root, data) is None:
+        return OnDisk(IDX_TRAIN_SAMPLES, len(data.classes))
     return None
 
 
@@ -61,9 +89,11 @@ def epoch_samples(cfg: TrainData) -> Optional[int]:
         return cfg.synthetic_samples
     found = on_disk(cfg)
     if found is not None:
-        return found.train_samples
+        return min(found.train_samples, cfg.max_samples or found.train_samples)
     if cfg.dataset == Dataset.cifar10:
         return CIFAR10_TRAIN_SAMPLES
+    if idx_dataset(cfg.dataset):
+        return min(IDX_TRAIN_SAMPLES, cfg.max_samples or IDX_TRAIN_SAMPLES)
     return cfg.synthetic_samples if cfg.dataset == Dataset.auto else None
 
 
@@ -94,6 +124,11 @@ def data_problem(cfg: TrainData) -> Optional[str]:
         damaged = unreadable_cifar10("workload.data_root", cfg.data_root)  # no read permission, not pickles
         if damaged:
             return damaged
+    data = idx_dataset(cfg.dataset)
+    if data:
+        problem = idx_problem(cfg.data_root, data)
+        if problem:
+            return f"workload.data_root={cfg.data_root}: {problem}"
     if cfg.dataset == Dataset.image_folder and not (Path(cfg.data_root) / "train").is_dir():
         return (f"workload.data_root={cfg.data_root}: no train/ folder of class sub-folders "
                 "(torchvision ImageFolder layout)")

@@ -109,17 +109,17 @@ def leaf_calls(model: nn.Module, example: torch.Tensor) -> List[Tuple[str, nn.Mo
     return order
 
 
-def meta_model(name: str, num_classes: int = 1000, cifar_stem: bool = False) -> nn.Module:
+def meta_model(name: str, num_classes: int = 1000, cifar_stem: bool = False, in_channels: int = 3) -> nn.Module:
     """A torchvision or hpml model by name, its parameters and buffers on the meta device (no memory, no
     initialisation cost), in eval mode."""
     from hpml.models.build import build_classifier
 
     try:
         with torch.device("meta"):
-            model = build_classifier(name, num_classes=num_classes, cifar_stem=cifar_stem)
+            model = build_classifier(name, num_classes=num_classes, cifar_stem=cifar_stem, in_channels=in_channels)
     except NotImplementedError:  # a constructor that reads tensor values (RegNet's widths: .tolist())
         with _parameters_to_meta():
-            model = build_classifier(name, num_classes=num_classes, cifar_stem=cifar_stem)
+            model = build_classifier(name, num_classes=num_classes, cifar_stem=cifar_stem, in_channels=in_channels)
     return model.eval()
 
 

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from hpml.conf.workload.dataloader import DataloaderConfig
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import Precision
+from hpml.conf.workload.train_data import flips
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.train.data import build_dataset
 from hpml.workloads.train.device_data import DeviceEpochs, decode_split, fit_problem, free_memory_bytes
@@ -43,6 +44,17 @@ class ReaderView:
     cutout_size: int = 0
     precision: Precision = Precision.fp32
     channels_last: bool = False
+    max_samples: Optional[int] = None  # the whole split
+    fit_padding: int = 0  # no model: the images as the data set holds them
+
+    @property
+    def model_side(self) -> int:
+        return self.image_size
+
+    @property
+    def flip(self) -> bool:
+        """The train workload's rule (TrainConfig.flip): never for MNIST's digits."""
+        return self.augment and flips(self.dataset)
 
 
 def reader_view(cfg: DataloaderConfig) -> ReaderView:

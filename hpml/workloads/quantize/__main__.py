@@ -67,7 +67,7 @@ def torch_ao_block(cfg: QuantizeConfig) -> Dict:
 
 def run(cfg: QuantizeConfig, seed: int) -> Dict:
     fm = float_model(cfg, seed)
-    train_split, test = load_splits(cfg, fm.mean, fm.std)
+    train_split, test = load_splits(cfg, fm.mean, fm.std, fm.padding)
     training = train(fm.model, train_split, cfg, seed) if fm.source == "trained" else None
     calibration = calibration_images(train_split, cfg.calibration_samples, seed)
     plan = build_plan(fm.model, test.images[:PLAN_CHECK_IMAGES])

@@ -1,4 +1,5 @@
-"""The images: CIFAR-10's python files from workload.data_root (what `hpml data digits` writes), or scikit-learn's
+"""The images: CIFAR-10's python files from workload.data_root (what `hpml data digits` writes), Fashion-MNIST's or
+MNIST's files read through torchvision (1 channel, 28x28, zero-padded to the side the model takes), or scikit-learn's
 digits built in memory (the same images, for runs without files: the tiny preset, CI), as float32 tensors
 normalized the way the model was trained, and the calibration draw.
 
@@ -13,13 +14,24 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
+from hpml.conf.idx_data import IDX_DATASETS, IDX_SIDE
 from hpml.conf.workload.quantize import QuantDataset, QuantizeConfig
+
+
+def idx_padding(cfg: QuantizeConfig) -> int:
+    """Zero pixels a side that bring a 28x28 data set to the side hw5_cnn takes (0 for other data and models)."""
+    from hpml.models.hw5_cnn import HW5_INPUT_SIDE
+
+    if cfg.dataset.value not in IDX_DATASETS or cfg.model != "hw5_cnn":
+        return 0
+    return (HW5_INPUT_SIDE - IDX_SIDE) // 2
 
 
 @dataclass
 class Split:
-    images: torch.Tensor  # N x 3 x H x W float32, normalized
+    images: torch.Tensor  # N x C x H x W float32, normalized
     labels: torch.Tensor  # N int64
     classes: List[str]
 
@@ -55,15 +67,28 @@ def _digits() -> Tuple[Tuple[torch.Tensor, torch.Tensor], Tuple[torch.Tensor, to
     return part(split.train), part(split.test), list(dc.CLASS_NAMES)
 
 
-def load_splits(cfg: QuantizeConfig, mean: Sequence[float], std: Sequence[float]) -> Tuple[Split, Split]:
-    """(training split, held-out split)."""
+def _idx(cfg: QuantizeConfig, train: bool) -> Tuple[torch.Tensor, torch.Tensor, List[str]]:
+    from hpml.workloads.common.idx_images import local_idx
+
+    data = local_idx(cfg.data_root, IDX_DATASETS[cfg.dataset.value], transform=None, train=train)
+    return data.data.unsqueeze(1).contiguous(), data.targets.to(torch.int64), list(data.classes)
+
+
+def load_splits(cfg: QuantizeConfig, mean: Sequence[float], std: Sequence[float],
+                padding: int = 0) -> Tuple[Split, Split]:
+    """(training split, held-out split); `padding` zero pixels around each image (the side the model takes)."""
     if cfg.dataset == QuantDataset.digits:
         (train_x, train_y), (test_x, test_y), classes = _digits()
+    elif cfg.dataset.value in IDX_DATASETS:
+        train_x, train_y, classes = _idx(cfg, train=True)
+        test_x, test_y, _ = _idx(cfg, train=False)
     else:
         train_x, train_y, classes = _cifar10(cfg.data_root, train=True)
         test_x, test_y, _ = _cifar10(cfg.data_root, train=False)
     if len(classes) != cfg.num_classes:
         raise ValueError(f"workload.num_classes={cfg.num_classes} but the data set has {len(classes)} classes")
+    if padding:
+        train_x, test_x = (F.pad(x, (padding,) * 4) for x in (train_x, test_x))
     return (Split(normalized(train_x, mean, std), train_y, classes),
             Split(normalized(test_x, mean, std), test_y, classes))
 

@@ -16,11 +16,12 @@ from typing import Dict, List, Optional
 import torch
 from torch import nn
 
+from hpml.conf.idx_data import IDX_DATASETS
 from hpml.conf.workload.quantize import QuantizeConfig
 from hpml.models.hw5_cnn import HW5CNN
-from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD
+from hpml.workloads.common.idx_images import normalization
 from hpml.workloads.common.timing import wall_s
-from hpml.workloads.quantize.data import Split
+from hpml.workloads.quantize.data import Split, idx_padding
 
 
 @dataclass
@@ -29,15 +30,16 @@ class FloatModel:
     mean: List[float]  # the normalization the model was trained with
     std: List[float]
     source: str  # "trained" | "loaded"
+    padding: int  # zero pixels a side the data's images get before the model (a 28x28 data set for a 32x32 model)
     record: Dict  # result.json's measurements.model (and training, when trained here)
 
 
-def build(name: str, num_classes: int) -> nn.Module:
+def build(name: str, num_classes: int, in_channels: int = 3) -> nn.Module:
     if name == "hw5_cnn":
-        return HW5CNN(num_classes)
+        return HW5CNN(num_classes, in_channels)
     from hpml.models.build import build_classifier
 
-    return build_classifier(name, num_classes=num_classes)
+    return build_classifier(name, num_classes=num_classes, in_channels=in_channels)
 
 
 def parameter_count(model: nn.Module) -> int:
@@ -70,8 +72,10 @@ def train(model: nn.Module, split: Split, cfg: QuantizeConfig, seed: int) -> Dic
 def untrained(cfg: QuantizeConfig, seed: int) -> FloatModel:
     """A freshly initialized model (weights from the seed), to be trained by `train`."""
     torch.manual_seed(seed)
-    model = build(cfg.model, cfg.num_classes)
-    return FloatModel(model, list(CIFAR10_MEAN), list(CIFAR10_STD), "trained",
+    idx = IDX_DATASETS.get(cfg.dataset.value)
+    model = build(cfg.model, cfg.num_classes, in_channels=1 if idx else 3)
+    mean, std = normalization(idx)
+    return FloatModel(model, list(mean), list(std), "trained", idx_padding(cfg),
                       {"name": cfg.model, "parameters": parameter_count(model), "source": "trained",
                        "model_path": None, "trained_on": "cpu"})
 
@@ -83,6 +87,6 @@ def loaded(path: Optional[str]) -> FloatModel:
     file = Path(path)
     saved = load_saved(file, file.parent)
     model = rebuild(saved, torch.device("cpu"))
-    return FloatModel(model, saved.mean, saved.std, "loaded",
+    return FloatModel(model, saved.mean, saved.std, "loaded", saved.padding,
                       {"name": saved.spec.model, "parameters": parameter_count(model), "source": "loaded",
                        "model_path": str(file.resolve()), "trained_on": saved.hardware})

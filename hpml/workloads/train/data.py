@@ -1,4 +1,5 @@
-"""Training data: synthetic images, torchvision's CIFAR-10 from a local root, or an ImageFolder.
+"""Training data: synthetic images, torchvision's CIFAR-10, Fashion-MNIST or MNIST from a local root, or an
+ImageFolder.
 
 Nothing is ever downloaded: a missing data set is an error that says where it was looked for.
 `dataset=auto` takes CIFAR-10 when data_root holds it and synthetic data of the configured shape otherwise;
@@ -18,9 +19,10 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from hpml.conf.data_on_disk import cifar10_on_disk
 from hpml.conf.workload.train import DataPlacement, TrainConfig, per_worker_batch
 from hpml.conf.workload.train import Dataset as DatasetKind
-from hpml.conf.workload.train_data import REAL_DATASETS
-from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from hpml.conf.workload.train_data import REAL_DATASETS, idx_dataset
+from hpml.workloads.common.cifar10 import local_cifar10
 from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.idx_images import FirstSamples, local_idx, normalization, padding_transform
 from hpml.workloads.common.random_inputs import random_images, random_labels
 from hpml.workloads.train.augment import Cutout
 from hpml.workloads.train.copies import collate_of, with_copies
@@ -30,14 +32,16 @@ from hpml.workloads.train.model import memory_format
 
 def resolve_dataset(cfg: TrainConfig) -> Tuple[DatasetKind, Optional[str]]:
     """The data set this run really uses, and a note when it is not the one a reader would assume."""
-    if cfg.dataset != DatasetKind.auto:
-        return cfg.dataset, None
-    if cifar10_on_disk(cfg.data_root):
-        return DatasetKind.cifar10, None
-    return DatasetKind.synthetic, (f"workload.dataset=auto found no CIFAR-10 under data_root={cfg.data_root!r}: "
-                                   f"synthetic data of the same shape (3x{cfg.image_size}x{cfg.image_size}, "
-                                   f"{cfg.num_classes} classes, {cfg.synthetic_samples} samples) was used; "
-                                   "times are comparable, losses and accuracies are not")
+    if cfg.dataset == DatasetKind.auto and not cifar10_on_disk(cfg.data_root):
+        return DatasetKind.synthetic, (f"workload.dataset=auto found no CIFAR-10 under data_root={cfg.data_root!r}: "
+                                       f"synthetic data of the same shape (3x{cfg.image_size}x{cfg.image_size}, "
+                                       f"{cfg.num_classes} classes, {cfg.synthetic_samples} samples) was used; "
+                                       "times are comparable, losses and accuracies are not")
+    kind = DatasetKind.cifar10 if cfg.dataset == DatasetKind.auto else cfg.dataset
+    if cfg.max_samples:
+        return kind, (f"workload.max_samples={cfg.max_samples}: the first {cfg.max_samples} samples of each split "
+                      "only (a slice, not the data set's accuracy)")
+    return kind, None
 
 
 class DeviceBatches:
@@ -85,14 +89,26 @@ class SyntheticImages(Dataset):
 
 
 def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = None) -> Dataset:
-    """The data set of `kind` (default: the configured one; pass resolve_dataset's for dataset=auto)."""
+    """The data set of `kind` (default: the configured one; pass resolve_dataset's for dataset=auto), its first
+    workload.max_samples samples where that is set."""
     kind = kind or cfg.dataset
     if kind in (DatasetKind.synthetic, DatasetKind.synthetic_device):
         return SyntheticImages(cfg.synthetic_samples, cfg.num_classes, cfg.image_size, seed)
+    dataset = _real_dataset(cfg, kind)
+    return FirstSamples(dataset, cfg.max_samples) if cfg.max_samples else dataset
+
+
+def _real_dataset(cfg: TrainConfig, kind: DatasetKind) -> Dataset:
     import torchvision.transforms as T  # only the real data sets need torchvision's transforms
 
-    normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
+    normalize = T.Normalize(*normalization(idx_dataset(kind)))
     cutout = [Cutout(cfg.cutout_holes, cfg.cutout_size)] if cfg.cutout_holes else []  # after Normalize, as DeVries'
+    idx = idx_dataset(kind)
+    if idx:  # 1 x 28 x 28 as they are, zero-padded where the model was designed for 32 x 32; a flip where it fits
+        augment = [T.RandomCrop(cfg.model_side, padding=cfg.crop_padding),
+                   *([T.RandomHorizontalFlip()] if cfg.flip else [])] if cfg.augment else []
+        transform = T.Compose([*padding_transform(cfg.fit_padding), *augment, T.ToTensor(), normalize, *cutout])
+        return local_idx(cfg.data_root, idx, transform)
     if kind == DatasetKind.cifar10:
         # augment=false: no flip (it mirrors digits) and no crop, e.g. the digits written as CIFAR-10
         augment = [T.RandomCrop(32, padding=cfg.crop_padding), T.RandomHorizontalFlip()] if cfg.augment else []
@@ -105,7 +121,7 @@ def build_dataset(cfg: TrainConfig, seed: int, kind: Optional[DatasetKind] = Non
                                 "sub-folders (torchvision ImageFolder layout)")
     augment = [T.RandomResizedCrop(cfg.image_size), T.RandomHorizontalFlip()] if cfg.augment else \
         [T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size)]
-    transform = T.Compose([*augment, T.ToTensor(), normalize, *cutout])
+    transform = T.Compose([*augment, *padding_transform(cfg.fit_padding), T.ToTensor(), normalize, *cutout])
     return ImageFolder(str(root), transform=transform, loader=load_image)  # one line naming a file that fails
 
 

@@ -12,8 +12,10 @@ an index slice of the epoch's permutation, augmented there as batched tensor ope
 - Augmentation draws come from a generator on the device seeded from (seed, rank): a rerun repeats them.
 - The held-out split is evaluated on the device too: rank r takes samples r, r + W, ... (no padding), as the host
   path's evaluation does (evaluation.py).
-- What is decoded: CIFAR-10's python batches as they are (32 x 32); an image folder's images resized and centre
-  cropped to image_size once (the host path's evaluation transform). Augmenting such a folder on the device is
+- What is decoded: CIFAR-10's python batches as they are (32 x 32); Fashion-MNIST's and MNIST's 1 x 28 x 28 images
+  as torchvision reads them; an image folder's images resized and centre cropped to image_size once (the host
+  path's evaluation transform). Images smaller than the side the model was designed for (28 for a CIFAR ResNet's
+  32) are zero-padded to it once, here, as the host path's Pad transform does per image. Augmenting such a folder on the device is
   a padded crop and a flip of that decoded image (not RandomResizedCrop, which needs the original image).
 - The splits must fit workload.device_data_share of the device's free memory (CUDA: cudaMemGetInfo; CPU:
   the host's MemAvailable), else the point fails at start, before any step, with one line naming the sizes.
@@ -26,12 +28,15 @@ from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import torch
+import torch.nn.functional as F
 from torch.utils.data import DistributedSampler
 
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import TrainConfig
-from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from hpml.conf.workload.train_data import idx_dataset
+from hpml.workloads.common.cifar10 import local_cifar10
 from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.idx_images import local_idx, normalization
 from hpml.workloads.train.augment import AugmentSpec, Normalization, augment_batch, normalize
 from hpml.workloads.train.image_files import load_image
 from hpml.workloads.train.model import input_dtype, memory_format
@@ -51,11 +56,25 @@ class HostSplit:
 
 
 def decode_split(cfg: TrainConfig, kind: DatasetKind, train: bool) -> HostSplit:
-    """The whole split as uint8 tensors: CIFAR-10's arrays as stored, or an image folder decoded once."""
+    """The whole split as uint8 tensors, padded to the model's side: CIFAR-10's arrays as stored, Fashion-MNIST's
+    or MNIST's as torchvision reads them, or an image folder decoded once."""
+    split = _decode(cfg, kind, train)
+    if cfg.max_samples:  # a slice: the first N samples, as the host path's FirstSamples
+        split = HostSplit(split.images[:cfg.max_samples].clone(), split.labels[:cfg.max_samples].clone(), split.classes)
+    if cfg.fit_padding:
+        split.images = F.pad(split.images, (cfg.fit_padding,) * 4)  # zeros, as torchvision's Pad(fill=0)
+    return split
+
+
+def _decode(cfg: TrainConfig, kind: DatasetKind, train: bool) -> HostSplit:
     if kind == DatasetKind.cifar10:
         data = local_cifar10(cfg.data_root, transform=None, train=train)
         images = torch.from_numpy(data.data).permute(0, 3, 1, 2).contiguous()  # N x H x W x C -> N x C x H x W
         return HostSplit(images, torch.tensor(data.targets, dtype=torch.int64), list(data.classes))
+    idx = idx_dataset(kind)
+    if idx:
+        data = local_idx(cfg.data_root, idx, transform=None, train=train)
+        return HostSplit(data.data.unsqueeze(1).contiguous(), data.targets.to(torch.int64), list(data.classes))
     import torchvision.transforms as T
     from torchvision.datasets import ImageFolder
 
@@ -95,7 +114,7 @@ def fit_problem(needed: int, free: int, share: float, device: torch.device) -> s
 
 
 def augment_spec(cfg: TrainConfig) -> AugmentSpec:
-    return AugmentSpec(crop_padding=cfg.crop_padding if cfg.augment else 0, flip=cfg.augment,
+    return AugmentSpec(crop_padding=cfg.crop_padding if cfg.augment else 0, flip=cfg.flip,
                        cutout_holes=cfg.cutout_holes, cutout_size=cfg.cutout_size)
 
 
@@ -112,7 +131,7 @@ class DeviceEpochs:
         self.sampler = DistributedSampler(range(len(split.labels)), num_replicas=ctx.world_size, rank=ctx.rank,
                                           shuffle=True, seed=seed, drop_last=True)
         self.spec, self.dtype, self.memory_format = augment_spec(cfg), input_dtype(cfg), memory_format(cfg)
-        self.norm = Normalization.of(CIFAR10_MEAN, CIFAR10_STD, ctx.device)
+        self.norm = Normalization.of(*normalization(idx_dataset(cfg.dataset)), ctx.device)
         self.generator = torch.Generator(device=ctx.device)
         self.generator.manual_seed(hash((seed, ctx.rank)) & 0xFFFF_FFFF_FFFF)  # ints hash the same in every process
 
@@ -139,7 +158,7 @@ class DeviceHeldOut:
         shard = torch.arange(ctx.rank, len(split.labels), ctx.world_size)
         self.images, self.labels = split.images[shard].to(ctx.device), split.labels[shard].to(ctx.device)
         self.batch, self.dtype, self.memory_format = batch, input_dtype(cfg), memory_format(cfg)
-        self.norm = Normalization.of(CIFAR10_MEAN, CIFAR10_STD, ctx.device)
+        self.norm = Normalization.of(*normalization(idx_dataset(cfg.dataset)), ctx.device)
 
     def __len__(self) -> int:
         return -(-len(self.labels) // self.batch)

@@ -16,22 +16,36 @@ from torch.utils.data import DataLoader, Dataset, Subset
 
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import TrainConfig
-from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, local_cifar10
+from hpml.conf.workload.train_data import idx_dataset
+from hpml.workloads.common.cifar10 import local_cifar10
 from hpml.workloads.common.distributed import DistContext
+from hpml.workloads.common.idx_images import FirstSamples, local_idx, normalization, padding_transform
 from hpml.workloads.train.image_files import load_image
 from hpml.workloads.train.model import autocast, memory_format
 
 
 def held_out_dataset(cfg: TrainConfig) -> Dataset:
-    """CIFAR-10's test batch, or an image folder's val/, transformed for evaluation (no augmentation)."""
+    """The held-out split (its first workload.max_samples samples where that is set)."""
+    dataset = _held_out(cfg)
+    return FirstSamples(dataset, cfg.max_samples) if cfg.max_samples else dataset
+
+
+def _held_out(cfg: TrainConfig) -> Dataset:
+    """CIFAR-10's test batch, Fashion-MNIST's or MNIST's test split (padded to the model's side), or an image
+    folder's val/, transformed for evaluation (no augmentation)."""
     import torchvision.transforms as T
 
-    normalize = T.Normalize(CIFAR10_MEAN, CIFAR10_STD)
+    idx = idx_dataset(cfg.dataset)
+    normalize = T.Normalize(*normalization(idx))
+    if idx:
+        pad = padding_transform(cfg.fit_padding)
+        return local_idx(cfg.data_root, idx, T.Compose([*pad, T.ToTensor(), normalize]), train=False)
     if cfg.dataset == DatasetKind.cifar10:
         return local_cifar10(cfg.data_root, T.Compose([T.ToTensor(), normalize]), train=False)
     from torchvision.datasets import ImageFolder
 
-    transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), T.ToTensor(), normalize])
+    transform = T.Compose([T.Resize(cfg.image_size), T.CenterCrop(cfg.image_size), *padding_transform(cfg.fit_padding),
+                           T.ToTensor(), normalize])
     return ImageFolder(str(Path(cfg.data_root) / "val"), transform=transform, loader=load_image)
 
 

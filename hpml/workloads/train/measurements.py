@@ -57,6 +57,17 @@ class Extras:
     graph_capture_s: Optional[float] = None  # workload.cuda_graphs: the capture's wall time
 
 
+def input_block(cfg: TrainConfig, kind: Dataset) -> dict:
+    """What the model was fed (docs/result-schema.md, measurements.input): channels and side, the data's own side,
+    how the images got there, and whether training flipped them."""
+    how = "as stored" if cfg.fit_padding == 0 else (
+        f"zero-padded {cfg.fit_padding} px on each side ({cfg.image_size}x{cfg.image_size} -> "
+        f"{cfg.model_side}x{cfg.model_side}: {cfg.model} was designed for {cfg.model_side}x{cfg.model_side})")
+    return {"channels": cfg.input_channels, "size": cfg.model_side, "data_size": cfg.image_size,
+            "padding": cfg.fit_padding, "how": how,
+            "flip": cfg.flip and kind not in (Dataset.synthetic, Dataset.synthetic_device)}
+
+
 def timing_words(clock_method: str) -> Dict[str, str]:
     return {"epoch": EPOCH_METHOD, "train_epoch": TRAIN_METHOD, "step": f"{STEP_METHOD}; {clock_method}",
             "phases": clock_method, "comm": parallel.COMM_METHOD, "efficiency": efficiency.FLOPS_METHOD,
@@ -154,6 +165,7 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "per_device_batch": batch * world_size // devices,
         "dataset": kind.value,
         "dataset_note": note,
+        "input": input_block(cfg, kind),
         "data_placement": placement_used(cfg, kind).value,  # host | device: the data path that ran
         "gradient_bytes": extras.gradient_bytes,
         "ddp_bucket_bytes": extras.ddp_bucket_bytes,

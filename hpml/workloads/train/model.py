@@ -34,7 +34,8 @@ def memory_format(cfg: TrainConfig) -> torch.memory_format:
 
 
 def build_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
-    model = build_classifier(cfg.model, num_classes=cfg.num_classes, cifar_stem=cfg.cifar_stem)
+    model = build_classifier(cfg.model, num_classes=cfg.num_classes, cifar_stem=cfg.cifar_stem,
+                             in_channels=cfg.input_channels)
     if cfg.activation_checkpointing:
         checkpoint_stages(model, cfg.model)
     return model.to(device=device, memory_format=memory_format(cfg))

@@ -9,9 +9,10 @@ from typing import List
 import torch
 
 from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload.train_data import idx_dataset
 from hpml.contract.jsonio import write_bytes_atomic
-from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
-from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD
+from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT, folder_name
+from hpml.workloads.common.idx_images import normalization
 
 
 def unwrapped(model: torch.nn.Module) -> torch.nn.Module:
@@ -28,13 +29,15 @@ def hardware_name(device: torch.device) -> str:
 def save_model(point_dir: Path, model: torch.nn.Module, cfg: TrainConfig, classes: List[str],
                device: torch.device) -> Path:
     state = {k: v.detach().cpu() for k, v in unwrapped(model).state_dict().items()}
+    mean, std = normalization(idx_dataset(cfg.dataset))
     payload = {
         "format": SAVED_MODEL_FORMAT,
         "state_dict": state,
+        # image_size: the data's side (images are resized to it), then zero-padded by `padding` on each side
         "model": {"name": cfg.model, "num_classes": cfg.num_classes, "image_size": cfg.image_size,
-                  "cifar_stem": cfg.cifar_stem},
-        "classes": list(classes),
-        "normalize": {"mean": list(CIFAR10_MEAN), "std": list(CIFAR10_STD)},
+                  "cifar_stem": cfg.cifar_stem, "in_channels": cfg.input_channels, "padding": cfg.fit_padding},
+        "classes": [folder_name(name) for name in classes],
+        "normalize": {"mean": list(mean), "std": list(std)},
         "hardware": hardware_name(device),
     }
     buffer = io.BytesIO()
