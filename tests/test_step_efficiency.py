@@ -66,6 +66,18 @@ def test_resnet18_trains_at_three_times_its_forward_less_the_first_convolutions_
     assert per_sample == 3 * 2 * forward.totals.macs - 2 * first_conv_macs == 3_328_997_376
 
 
+def test_fashion_mnist_shapes_count_the_one_channel_model_the_workload_trains():
+    """A 1 x 28 x 28 input is counted on the model built for it (first layer of 1 channel), not on an RGB model
+    the counter cannot feed (the H100 Fashion-MNIST run read n/a before: "Invalid channel dimensions")."""
+    model = meta_model("resnet18", 10, cifar_stem=True, in_channels=1)
+    forward = model_stats("resnet18", (1, 28, 28), 1, num_classes=10, model=model)
+    first_conv_macs = forward.rows[0].macs
+    assert first_conv_macs == 28 * 28 * 64 * 9  # 28*28*64 outputs x 1*9 MACs
+    per_sample = training_flops_per_sample("resnet18", 10, True, (1, 28, 28))
+    assert per_sample == 3 * 2 * forward.totals.macs - 2 * first_conv_macs
+    assert count_flops("resnet18", 10, True, (1, 28, 28))["error"] is None
+
+
 def test_a_model_the_counter_cannot_build_reads_na_with_the_reason():
     counted = count_flops("alexnet", 10, False, (3, 8, 8))  # too small for its pooling: torch's RuntimeError
     assert counted["flops_per_sample"] is None and counted["error"].startswith("FLOPs not counted: ")

@@ -116,6 +116,9 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
     torch.manual_seed(seed)
     model = DDP(resnet18_cifar(train[0].shape[1]).to(device, memory_format=torch.channels_last),
                 device_ids=[device.index] if device.type == "cuda" else None)
+    if args.compile != "none":  # as a user would: the DDP model compiled whole (torch's DDPOptimizer splits it)
+        model = torch.compile(model, mode=args.compile)
+    graph_trees = args.compile == "reduce-overhead"
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9, weight_decay=5e-4)
     (x, y), (tx, ty) = train, test
     per_rank = args.batch // world
@@ -141,6 +144,8 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
             index = shard[i * per_rank:(i + 1) * per_rank]
             for group in optimizer.param_groups:
                 group["lr"] = rate(step, steps, args.lr, args.warmup_epochs, args.decay_epochs)
+            if graph_trees:  # a new step: the replays of the last one may be overwritten
+                torch.compiler.cudagraph_mark_step_begin()
             with torch.autocast(device.type, dtype=torch.bfloat16):
                 batch = augment(x[index], args.crop_padding, args.flip, pad_value, draws) \
                     if args.crop_padding or args.flip else x[index]
@@ -154,6 +159,8 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
             for i in range(0, len(mine), per_rank):
                 index = mine[i:i + per_rank]
+                if graph_trees:
+                    torch.compiler.cudagraph_mark_step_begin()
                 correct += (model(tx[index]).argmax(1) == ty[index]).sum()
         dist.all_reduce(correct)
         top1 = correct.item() / len(ty)
@@ -186,6 +193,8 @@ def main() -> None:
     parser.add_argument("--decay-epochs", type=int, default=4)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--target", type=float, default=0.98)
+    parser.add_argument("--compile", choices=("none", "default", "reduce-overhead", "max-autotune"), default="none",
+                        help="torch.compile the DDP model in this mode (the first repeat pays the compilation)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     local = int(os.environ["LOCAL_RANK"])
@@ -215,7 +224,7 @@ def main() -> None:
             print(json.dumps(runs[-1]), flush=True)
     if rank == 0 and args.out:
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-        args.out.write_text(json.dumps({"gpu": name, "gpus": world,
+        args.out.write_text(json.dumps({"gpu": name, "gpus": world, "compile": args.compile,
                                         "torch": torch.__version__, "runs": runs}, indent=1))
     dist.destroy_process_group()
 

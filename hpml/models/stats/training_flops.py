@@ -46,5 +46,6 @@ def training_flops_per_sample(name: str, num_classes: int, cifar_stem: bool, inp
     """Model FLOPs of one sample's forward and backward for a model by name (hpml's or torchvision's)."""
     from hpml.models.stats.layers import meta_model
 
-    model = meta_model(name, num_classes, cifar_stem)
+    # the model as the workload built it: its first layer takes the data's channels (1 for Fashion-MNIST)
+    model = meta_model(name, num_classes, cifar_stem, in_channels=input_shape[0])
     return training_step_flops(model, input_shape, num_classes) // COUNT_BATCH
