@@ -26,6 +26,7 @@ import submitit
 
 from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
 from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
+from hpml.launcher.child_python import python_shell
 from hpml.launcher.failure_reason import died_before_start
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
@@ -96,7 +97,7 @@ def local_job_log(sweep_dir: Path, job_id: str) -> Path:
 
 
 def local_executor(folder: Path, shape: ResourceShape) -> submitit.LocalExecutor:
-    executor = submitit.LocalExecutor(folder=str(folder))
+    executor = submitit.LocalExecutor(folder=str(folder), python=python_shell())  # not the user's folder first
     executor.update_parameters(timeout_min=shape.time_min, gpus_per_node=shape.gpus_per_node,
                                tasks_per_node=1)  # one task per node: it runs torchrun
     return executor
