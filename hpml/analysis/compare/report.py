@@ -34,6 +34,7 @@ from hpml.analysis.results import MALFORMED, load_results
 from hpml.analysis.sections import markdown_table
 from hpml.analysis.stats import Ratio, compare_values, differing_labels, geometric_mean, olympic_mean, regressed
 from hpml.contract.cli_args import OneLineParser, folder_argument
+from hpml.contract.folders import output_folder_error
 
 # The spread of a launch's mean around its configuration's, relative: launches of one preset on one machine differ
 # by more than their repeats say (docs/results/compare/, the A/A launches). Measured there; 0 turns it off.
@@ -342,16 +343,31 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+def out_folder(args: argparse.Namespace) -> Path:
+    """--out, or <candidate>_vs_<baseline>/ beside the last candidate."""
+    last = Path(args.candidates[-1]).resolve()
+    return Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    out = out_folder(args)
+    sides_exist = all(Path(name).exists() for name in (args.baseline, *args.candidates))  # else said by run
+    problem = output_folder_error("--out", out, "the comparison") if sides_exist else None
+    if problem:  # before any result is read: it failed after all the work, in a traceback that exited 1
+        print(f"hpml: error: {problem}", file=sys.stderr)
+        return 2
     try:
-        return run(args)
+        return run(args, out)
     except CompareError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # the disk filled, the folder went away meanwhile: one line, not a traceback
+        print(f"hpml: error: writing the comparison to {out} failed: {error.strerror or error}", file=sys.stderr)
+        return 2
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Path) -> int:
     names = [args.baseline, *args.candidates]
     loaded = {name: load_side(name) for name in names}
     sides = {name: docs for name, (docs, _) in loaded.items()}
@@ -368,8 +384,6 @@ def run(args: argparse.Namespace) -> int:
                                  args.by, difference, args.launch_sd / 100)
     unmatched = [line for _, left_out in loaded.values() for line in left_out] + unmatched
     labels, _ = side_labels(list(sides.values()))
-    last = Path(args.candidates[-1]).resolve()
-    out = Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
     print(write_outputs(rows, unmatched, labels, names, out, difference))
     print(f"hpml: wrote {out}/compare.md, compare.csv, compare.tex, compare_forest.png")
     if args.fail_on_regression is not None:
