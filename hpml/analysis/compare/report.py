@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import math
 import statistics
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hpml.analysis.compare.match import known_keys, match_items, match_key, side_labels
-from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
+from hpml.analysis.compare.metrics import HEADLINES, Metric, NotMeasured, applies
 from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
 from hpml.analysis.results import MALFORMED, load_results
@@ -84,17 +83,48 @@ def load_side(path: str) -> Tuple[List[Dict[str, Any]], List[str]]:
     return docs, left_out
 
 
-def guarded(metric: Metric, unreadable: Dict[str, str]) -> Metric:
-    """The metric, with a result whose measurements its value cannot read (a key missing, a wrong type: MALFORMED)
-    counted as without the number and named in `unreadable` ({path: why}) rather than failing the comparison."""
-    def value(doc: Mapping[str, Any]) -> Optional[float]:
+@dataclass
+class SideValues:
+    """A side's values of one metric: those the comparison uses (the cell, the ratio and the CSV alike) and each
+    result it leaves out, with why (listed under "Not compared")."""
+    values: List[Optional[float]]  # > 0 and finite; None only for time to accuracy: a run that did not converge
+    docs: List[Mapping[str, Any]]  # the results of `values`, in order
+    left_out: List[Tuple[str, str]]  # (result, why)
+
+
+def side_values(metric: Metric, docs: Sequence[Mapping[str, Any]]) -> SideValues:
+    """What `metric` can use of each result. A ratio of geometric means needs finite values above 0: a result whose
+    value is missing, unreadable (a key missing, a wrong type: MALFORMED), not measured (NotMeasured) or not above
+    0 is left out and named, never counted in one place and not in another."""
+    kept = SideValues([], [], [])
+    for doc in docs:
+        where = str(doc.get("path") or doc["identity"].get("sweep"))
         try:
-            return metric.value(doc)
+            value = metric.value(doc)
         except MALFORMED as error:
-            unreadable[str(doc.get("path") or doc["identity"].get("sweep"))] = (
-                f"{metric.name}: {type(error).__name__}: {error}")
-            return None
-    return dataclasses.replace(metric, value=value)
+            kept.left_out.append((where, f"unreadable: {type(error).__name__}: {error}"))
+            continue
+        except NotMeasured as error:
+            kept.left_out.append((where, str(error)))
+            continue
+        why = None if value is None and metric.time_to_accuracy else unusable(value, metric.unit)
+        if why:
+            kept.left_out.append((where, why))
+            continue
+        kept.values.append(value)
+        kept.docs.append(doc)
+    return kept
+
+
+def unusable(value: Optional[float], unit: str) -> Optional[str]:
+    """Why a ratio of geometric means cannot use `value`; None when it can."""
+    if value is None:
+        return "the result has no value for it"
+    if not math.isfinite(value):
+        return f"its value is {value}"
+    if value <= 0:
+        return f"its value is {value:g} {unit}: a ratio of geometric means needs values above 0"
+    return None
 
 
 def grouped(docs: Sequence[Mapping[str, Any]], ignore: Sequence[str], by: Sequence[str]) -> Dict[Tuple[str, str], dict]:
@@ -116,28 +146,25 @@ def launch_of(doc: Mapping[str, Any]) -> str:
     return str(Path(path).parents[2]) if path else str(doc["identity"]["sweep"])
 
 
-def launch_values(metric: Metric, docs) -> List[float]:
-    """One value per launch: the geometric mean of its results' values (launches without one left out)."""
+def launch_values(side: SideValues) -> List[float]:
+    """One value per launch: the geometric mean of its results' values."""
     by_launch: Dict[str, List[float]] = {}
-    for doc in docs:
-        by_launch.setdefault(launch_of(doc), []).append(metric.value(doc))
-    return [geometric_mean(kept) for kept in map(_positive, by_launch.values()) if kept]
+    for doc, value in zip(side.docs, side.values):
+        by_launch.setdefault(launch_of(doc), []).append(value)
+    return [geometric_mean(kept) for kept in by_launch.values()]
 
 
-def compare_metric(metric: Metric, base_docs, cand_docs, difference: float,
+def compare_metric(metric: Metric, base_side: SideValues, cand_side: SideValues, difference: float,
                    launch_sd: float = 0.0) -> Tuple[Ratio, list, list, str]:
     """(the comparison, the baseline's and candidate's values, a note). launch_sd: compare_values' launch
     component, added where a side holds one launch."""
-    if metric.measured is not None:  # a result that cannot have the number (no telemetry, no price) is no miss
-        base_docs, cand_docs = [d for d in base_docs if metric.measured(d)], [d for d in cand_docs if metric.measured(d)]
-    base = [metric.value(doc) for doc in base_docs]
-    cand = [metric.value(doc) for doc in cand_docs]
+    base, cand = base_side.values, cand_side.values
     if not metric.time_to_accuracy:
-        b_launches, c_launches = launch_values(metric, base_docs), launch_values(metric, cand_docs)
+        b_launches, c_launches = launch_values(base_side), launch_values(cand_side)
         if len(b_launches) >= 2 and len(c_launches) >= 2:
             result = compare_values(b_launches, c_launches, metric.better, difference)
             return result, base, cand, f"unit: launch ({len(b_launches)} vs {len(c_launches)} launches)"
-        result = compare_values(_positive(base), _positive(cand), metric.better, difference, launch_sd)
+        result = compare_values(base, cand, metric.better, difference, launch_sd)
         return result, base, cand, f"unit: repeat, launch sd {launch_sd * 100:g} % added" if launch_sd else ""
     # MLPerf: a run that did not converge counts as the slowest; olympic means; the converged fraction beside it
     b_conv, c_conv = _positive(base), _positive(cand)
@@ -169,9 +196,11 @@ def converged_fraction_verdict(b_ok: int, b_n: int, c_ok: int, c_n: int) -> str:
 
 
 def spread_text(values: Sequence[Optional[float]]) -> str:
-    kept = [v for v in values if v is not None and math.isfinite(v)]
+    """mean ± sd (n) of the values a comparison used; None among them is a run that did not converge (time to
+    accuracy), counted as the slowest by the ratio and named here."""
+    kept = [v for v in values if v is not None]
     missing = len(values) - len(kept)
-    tail = f", {missing} without" if missing else ""
+    tail = f", {missing} not converged" if missing else ""
     if not kept:
         return f"– (n=0{tail})"
     sd = f" ± {statistics.stdev(kept):.4g}" if len(kept) > 1 else ""
@@ -191,7 +220,7 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
     base_groups = grouped(base_docs, ignore, by)
     rows: List[Row] = []
     unmatched: List[str] = []
-    unreadable: Dict[str, str] = {}
+    left_out: List[str] = []
     for name, docs in candidates.items():
         cand_groups = grouped(docs, ignore, by)
         common = sorted(set(base_groups) & set(cand_groups))
@@ -206,17 +235,35 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
                                  f"({len(base_groups[key]['docs'])} + {len(cand_groups[key]['docs'])} results)")
                 continue
             b, c = base_groups[key]["docs"], cand_groups[key]["docs"]
-            for metric in (guarded(m, unreadable) for m in metrics):
-                if not any(applies(metric, doc) for doc in b + c):
+            for metric in metrics:
+                if not any(applies_or_unreadable(metric, doc) for doc in b + c):
                     continue
-                result, base, cand, note = compare_metric(metric, b, c, difference, launch_sd)
-                rows.append(Row(name, labels[key] or workload, workload, metric, base, cand, result, note))
+                base_side, cand_side = side_values(metric, measuring(metric, b)), side_values(metric, measuring(metric, c))
+                configuration = labels[key] or workload
+                left_out += [f"{side}: {where}: {metric.name} of {configuration} left out: {why}"
+                             for side, values in (("baseline", base_side), (name, cand_side))
+                             for where, why in values.left_out]
+                result, base, cand, note = compare_metric(metric, base_side, cand_side, difference, launch_sd)
+                rows.append(Row(name, configuration, workload, metric, base, cand, result, note))
         for key in sorted(set(base_groups) - set(cand_groups)):
             unmatched.append(f"only in the baseline: {len(base_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
         for key in sorted(set(cand_groups) - set(base_groups)):
             unmatched.append(f"only in {name}: {len(cand_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
-    unmatched += [f"{path}: counted without the number: {why}" for path, why in sorted(unreadable.items())]
-    return rows, unmatched
+    return rows, unmatched + left_out
+
+
+def measuring(metric: Metric, docs: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    """The results that can have the metric at all: one without NVML telemetry or a price has no energy or cost to
+    target, which is no miss (a time-to-accuracy metric's `measured`)."""
+    return [doc for doc in docs if metric.measured is None or metric.measured(doc)]
+
+
+def applies_or_unreadable(metric: Metric, doc: Mapping[str, Any]) -> bool:
+    """Whether a result measures this metric, or should and cannot be read (then it is named as left out)."""
+    try:
+        return applies(metric, doc)
+    except MALFORMED:
+        return True
 
 
 def nothing_in_common(name: str, base_groups: Mapping, cand_groups: Mapping) -> str:
@@ -305,7 +352,7 @@ def write_outputs(rows: Sequence[Row], unmatched: Sequence[str], labels: Sequenc
         writer.writerow(["candidate", "configuration", "workload", "metric", "unit", "better", "baseline_n",
                          "baseline_mean", "candidate_n", "candidate_mean", "ratio", "ci_low", "ci_high", "verdict",
                          "repeats_needed", "note"])
-        for row in rows:
+        for row in rows:  # the values the cell and the ratio used: time to accuracy's means are the converged runs'
             b, c = _positive(row.base), _positive(row.cand)
             writer.writerow([row.candidate, row.configuration, row.workload, row.metric.name, row.metric.unit,
                              row.metric.better, len(b), statistics.fmean(b) if b else "", len(c),
@@ -326,7 +373,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--ignore", action="append", default=[], metavar="KEY", help="leave KEY out of the match")
     parser.add_argument("--by", action="append", default=[], metavar="KEY", help="match by KEY too")
     parser.add_argument("--out", default=None, type=folder, help="folder for the tables and the plot")
-    parser.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT")
+    parser.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                        help="exit 1 when a headline number is worse by more than PCT %% with 95 %% confidence")
+    parser.add_argument("--undecided", choices=UNDECIDED, default=None,
+                        help="what the gate does when a headline number has no interval to decide by (one result a "
+                             "side, a run that did not converge): fail, exit 1 (default), or pass")
     parser.add_argument("--difference", type=float, default=2.0, metavar="PCT",
                         help="the difference the repeats-needed column resolves (default 2 %%)")
     parser.add_argument("--launch-sd", type=float, default=LAUNCH_SD_PCT, metavar="PCT",
@@ -340,6 +391,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     for option, value, ok, allowed in bounds:  # a NaN fails every comparison, so it is refused here too
         if not ok:
             parser.error(f"{option} {value:g} is not allowed: {allowed}")
+    if args.undecided is not None and args.fail_on_regression is None:
+        parser.error(f"--undecided {args.undecided} is not allowed without --fail-on-regression PCT (it says what "
+                     "that gate does when it cannot decide)")
+    args.undecided = args.undecided or UNDECIDED[0]
     return args
 
 
@@ -386,11 +441,43 @@ def run(args: argparse.Namespace, out: Path) -> int:
     labels, _ = side_labels(list(sides.values()))
     print(write_outputs(rows, unmatched, labels, names, out, difference))
     print(f"hpml: wrote {out}/compare.md, compare.csv, compare.tex, compare_forest.png")
-    if args.fail_on_regression is not None:
-        worse = [row for row in rows if regressed(row.result, row.metric.better, args.fail_on_regression)]
-        if worse:
-            print(f"hpml: {len(worse)} headline number(s) worse by more than {args.fail_on_regression:g} % with "
-                  f"95 % confidence: " + "; ".join(f"{r.configuration} {r.metric.name} {ratio_text(r.result)}"
-                                                   for r in worse), file=sys.stderr)
-            return 1
+    return 0 if args.fail_on_regression is None else gate(rows, args.fail_on_regression, args.undecided)
+
+
+UNDECIDED = ("fail", "pass")  # the first is the default (docs/decisions.md: a gate that cannot decide fails)
+
+
+def gate(rows: Sequence[Row], percent: float, undecided: str) -> int:
+    """--fail-on-regression's exit status: 1 when a headline number is worse by more than `percent` with 95 %
+    confidence; else, where some number has no interval to decide by, one stderr line that says so and why, and
+    1 or 0 as --undecided says; 0 when every number was decided and none regressed."""
+    worse = [row for row in rows if regressed(row.result, row.metric.better, percent)]
+    if worse:
+        print(f"hpml: {len(worse)} headline number(s) worse by more than {percent:g} % with "
+              f"95 % confidence: " + "; ".join(f"{r.configuration} {r.metric.name} {ratio_text(r.result)}"
+                                               for r in worse), file=sys.stderr)
+    open_rows = [row for row in rows if row.result.low is None or row.result.high is None]
+    if open_rows or not rows:
+        print(f"hpml: the gate could not decide {undecided_text(open_rows, len(rows))}; --undecided {undecided}: "
+              + ("exit 1" if undecided == "fail" else "passed anyway"), file=sys.stderr)
+    if worse or ((open_rows or not rows) and undecided == "fail"):
+        return 1
     return 0
+
+
+def undecided_text(open_rows: Sequence[Row], total: int) -> str:
+    """Which headline numbers the gate could not decide and why, in a few words."""
+    if not total:
+        return "any headline number: none was compared (see Not compared)"
+    why = Counter(row.result.verdict for row in open_rows)
+    reasons = "; ".join(f"{count} {UNDECIDED_WHY.get(verdict, verdict)}" for verdict, count in why.items())
+    first = open_rows[0]
+    return (f"{len(open_rows)} of {total} headline number(s): {reasons} (first: {first.configuration}, "
+            f"{first.metric.name})")
+
+
+UNDECIDED_WHY = {
+    "no interval (n = 1)": "with one usable result on a side: no interval (n = 1; more repeats, sweep.repeat, give one)",
+    "no values": "with no usable result on a side (see Not compared)",
+    "no interval (a run did not converge)": "where a run did not converge: no interval (the olympic means only)",
+}
