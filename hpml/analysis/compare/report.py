@@ -8,9 +8,11 @@ a launch shares (the machine's state, its neighbours, the build) and launches of
 their repeats say (docs/results/compare/). With one launch on a side the repeats are the unit, and the interval adds
 the spread of launches (--launch-sd, as measured: a known variance component), which no repeat can sample. and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
 interval per configuration and metric) are written to --out (default: <candidate>_vs_<baseline>/ beside the
-candidate). Results that match nothing on the other side are listed, not dropped. --fail-on-regression PCT exits 1
-when any headline number is worse by more than PCT % with confidence; the exit status is 0 otherwise, whatever the
-verdicts (2 for bad input, one line).
+candidate). Results that match nothing on the other side are listed, not dropped; a result a metric cannot use is
+left out of that metric everywhere (cell, ratio, CSV) and named (side_values). --fail-on-regression PCT exits 1
+when any headline number is worse by more than PCT % with confidence, and says in one line when it could not decide
+(no interval), exiting as --undecided says (gate); the exit status is 0 otherwise, whatever the verdicts (2 for bad
+input, one line, before anything is read when --out cannot be written).
 """
 
 from __future__ import annotations
