@@ -26,7 +26,7 @@ import submitit
 
 from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
 from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
-from hpml.launcher.child_python import python_shell
+from hpml.launcher.child_python import python_shell, safe_path_environment
 from hpml.launcher.failure_reason import died_before_start
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
@@ -126,7 +126,7 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
             running = sum(not job.done() for job in jobs.values())
             while queue and running < cap and stop.signum is None:
                 spec = queue.pop(0)
-                with terminal_signals_blocked():
+                with terminal_signals_blocked(), safe_path_environment():
                     job = local_executor(sweep_dir / JOBS_DIR, spec.shape).submit(PointJob(spec))
                 jobs[spec.point] = job
                 on_submit(spec, job.job_id, array_of[spec.point])
