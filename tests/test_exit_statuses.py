@@ -107,6 +107,16 @@ def test_an_output_on_a_read_only_mount_is_one_line_and_exit_2_even_for_root(tmp
         "may not be written" in done.stderr, done.stderr
 
 
+@pytest.mark.skipif(not mounts_work(), reason="a read-only bind mount needs root (and unshare)")
+def test_status_reads_a_sweep_it_may_not_write(tmp_path, sweep):
+    """status only reads (its scheduler accounting is a cache it skips there): a read-only sweep still answers, 0."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    shutil.move(sweep, locked / "sweep")
+    done = run(["status", str(locked / "sweep")], tmp_path, wrapper=read_only_mount(locked))
+    assert done.returncode == 0 and done.stderr == "" and "completed" in done.stdout, done.stdout + done.stderr
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever a folder's permissions say")
 @pytest.mark.parametrize("verb", sorted(WRITERS) + ["resume"])
 def test_an_output_in_a_folder_without_write_permission_is_one_line_and_exit_2(tmp_path, sweep, verb):
