@@ -198,6 +198,23 @@ def test_what_a_metric_cannot_use_is_left_out_with_why():
     assert tta.values == [4.0, None] and tta.left_out == []
 
 
+def test_time_to_accuracy_with_a_run_that_did_not_converge_shows_the_olympic_means_its_ratio_is_of():
+    """MLPerf's score: base runs 10, 11, 12, 13 s and one that did not converge (the slowest): fastest and slowest
+    dropped, olympic mean (11 + 12 + 13) / 3 = 12 s; candidate 5..9 s: (6 + 7 + 8) / 3 = 7 s; ratio 7 / 12. The cells
+    and the CSV show those means with every run counted (n = 5), not the converged runs' plain means."""
+    from hpml.analysis.compare.metrics import Metric
+    from hpml.analysis.compare.report import Row, SideValues, compare_metric, csv_side, side_cells
+
+    metric = Metric("time to accuracy", "s", "lower", lambda doc: None, time_to_accuracy=True)
+    base, cand = [10.0, 11.0, 12.0, 13.0, None], [5.0, 6.0, 7.0, 8.0, 9.0]
+    result, b, c, note, olympic = compare_metric(metric, SideValues(base, [{}] * 5, []), SideValues(cand, [{}] * 5, []),
+                                                 0.02)
+    assert olympic == (pytest.approx(12.0), pytest.approx(7.0)) and result.ratio == pytest.approx(7 / 12)
+    row = Row("c", "cfg", "train", metric, b, c, result, note, olympic)
+    assert side_cells(row) == ("olympic mean 12 (n=5, 1 not converged)", "olympic mean 7 (n=5, 0 not converged)")
+    assert csv_side(row, 0) == (5, pytest.approx(12.0)) and csv_side(row, 1) == (5, pytest.approx(7.0))
+
+
 def zero_step_times(result: Path) -> None:
     doc = json.loads(result.read_text())
     doc["measurements"]["step_time_s"] = [[0.0] * len(steps) for steps in doc["measurements"]["step_time_s"]]

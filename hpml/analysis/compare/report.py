@@ -59,6 +59,9 @@ class Row:
     cand: List[Optional[float]]
     result: Ratio
     note: str = ""
+    # time to accuracy with a run that did not converge: the olympic means (baseline, candidate) its ratio is of,
+    # shown in the cells and the CSV in place of the converged runs' means
+    olympic: Optional[Tuple[float, float]] = None
 
 
 def load_side(path: str) -> Tuple[List[Dict[str, Any]], List[str]]:
@@ -157,17 +160,17 @@ def launch_values(side: SideValues) -> List[float]:
 
 
 def compare_metric(metric: Metric, base_side: SideValues, cand_side: SideValues, difference: float,
-                   launch_sd: float = 0.0) -> Tuple[Ratio, list, list, str]:
-    """(the comparison, the baseline's and candidate's values, a note). launch_sd: compare_values' launch
-    component, added where a side holds one launch."""
+                   launch_sd: float = 0.0) -> Tuple[Ratio, list, list, str, Optional[Tuple[float, float]]]:
+    """(the comparison, the baseline's and candidate's values, a note, the olympic means where the ratio is theirs).
+    launch_sd: compare_values' launch component, added where a side holds one launch."""
     base, cand = base_side.values, cand_side.values
     if not metric.time_to_accuracy:
         b_launches, c_launches = launch_values(base_side), launch_values(cand_side)
         if len(b_launches) >= 2 and len(c_launches) >= 2:
             result = compare_values(b_launches, c_launches, metric.better, difference)
-            return result, base, cand, f"unit: launch ({len(b_launches)} vs {len(c_launches)} launches)"
+            return result, base, cand, f"unit: launch ({len(b_launches)} vs {len(c_launches)} launches)", None
         result = compare_values(base, cand, metric.better, difference, launch_sd)
-        return result, base, cand, f"unit: repeat, launch sd {launch_sd * 100:g} % added" if launch_sd else ""
+        return result, base, cand, f"unit: repeat, launch sd {launch_sd * 100:g} % added" if launch_sd else "", None
     # MLPerf: a run that did not converge counts as the slowest; olympic means; the converged fraction beside it
     b_conv, c_conv = _positive(base), _positive(cand)
     missed = (len(base) - len(b_conv), len(cand) - len(c_conv))
@@ -177,12 +180,13 @@ def compare_metric(metric: Metric, base_side: SideValues, cand_side: SideValues,
     else:
         result = Ratio(None, None, None, "no interval (a run did not converge)", None)
     b_ol, c_ol = olympic_mean(b_conv, missed[0]), olympic_mean(c_conv, missed[1])
+    olympic = None
     if b_ol and c_ol:  # MLPerf's score; the ratio column stays the geometric means' when it has an interval
         note += f"; olympic means {b_ol:.4g} {metric.unit} vs {c_ol:.4g} {metric.unit} (ratio {c_ol / b_ol:.4f})"
         if result.ratio is None:
-            result.ratio = c_ol / b_ol
+            result.ratio, olympic = c_ol / b_ol, (b_ol, c_ol)
     fraction = converged_fraction_verdict(len(b_conv), len(base), len(c_conv), len(cand))
-    return result, base, cand, note + (f"; {fraction}" if fraction else "")
+    return result, base, cand, note + (f"; {fraction}" if fraction else ""), olympic
 
 
 def converged_fraction_verdict(b_ok: int, b_n: int, c_ok: int, c_n: int) -> str:
@@ -245,8 +249,8 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
                 left_out += [f"{side}: {where}: {metric.name} of {configuration} left out: {why}"
                              for side, values in (("baseline", base_side), (name, cand_side))
                              for where, why in values.left_out]
-                result, base, cand, note = compare_metric(metric, base_side, cand_side, difference, launch_sd)
-                rows.append(Row(name, configuration, workload, metric, base, cand, result, note))
+                result, base, cand, note, olympic = compare_metric(metric, base_side, cand_side, difference, launch_sd)
+                rows.append(Row(name, configuration, workload, metric, base, cand, result, note, olympic))
         for key in sorted(set(base_groups) - set(cand_groups)):
             unmatched.append(f"only in the baseline: {len(base_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
         for key in sorted(set(cand_groups) - set(base_groups)):
@@ -278,9 +282,28 @@ def nothing_in_common(name: str, base_groups: Mapping, cand_groups: Mapping) -> 
             "--ignore KEY leaves a key out of the match")
 
 
+def side_cells(row: Row) -> Tuple[str, str]:
+    """The baseline's and the candidate's cells: the numbers the ratio is of (mean ± sd, n of the values used; the
+    olympic means, with every run counted, where a run that did not converge made the ratio theirs)."""
+    if row.olympic is None:
+        return spread_text(row.base), spread_text(row.cand)
+    base, cand = (f"olympic mean {mean:.4g} (n={len(values)}, {sum(v is None for v in values)} not converged)"
+                  for mean, values in zip(row.olympic, (row.base, row.cand)))
+    return base, cand
+
+
+def csv_side(row: Row, side: int) -> Tuple[int, Any]:
+    """(n, mean) of a side as its cell shows them, for compare.csv."""
+    values = (row.base, row.cand)[side]
+    if row.olympic is not None:
+        return len(values), row.olympic[side]
+    kept = _positive(values)
+    return len(kept), statistics.fmean(kept) if kept else ""
+
+
 def table_cells(rows: Sequence[Row]) -> List[List[str]]:
     return [[row.configuration, f"{row.metric.name} [{row.metric.unit}] ({row.metric.better} is better)",
-             spread_text(row.base), spread_text(row.cand), ratio_text(row.result),
+             *side_cells(row), ratio_text(row.result),
              row.result.verdict + (f"; {row.note}" if row.note else ""),
              str(row.result.repeats_needed) if row.result.repeats_needed else "–"] for row in rows]
 
@@ -354,11 +377,10 @@ def write_outputs(rows: Sequence[Row], unmatched: Sequence[str], labels: Sequenc
         writer.writerow(["candidate", "configuration", "workload", "metric", "unit", "better", "baseline_n",
                          "baseline_mean", "candidate_n", "candidate_mean", "ratio", "ci_low", "ci_high", "verdict",
                          "repeats_needed", "note"])
-        for row in rows:  # the values the cell and the ratio used: time to accuracy's means are the converged runs'
-            b, c = _positive(row.base), _positive(row.cand)
+        for row in rows:  # the n and mean of each side as its cell shows them: those its ratio used
             writer.writerow([row.candidate, row.configuration, row.workload, row.metric.name, row.metric.unit,
-                             row.metric.better, len(b), statistics.fmean(b) if b else "", len(c),
-                             statistics.fmean(c) if c else "", row.result.ratio, row.result.low, row.result.high,
+                             row.metric.better, *csv_side(row, 0), *csv_side(row, 1), row.result.ratio,
+                             row.result.low, row.result.high,
                              row.result.verdict, row.result.repeats_needed, row.note])
     (out / "compare.tex").write_text("\n".join(
         latex_table(headers, cells, f"hpml compare: {name} against {names[0]}", f"tab:compare-{index}")
