@@ -188,11 +188,13 @@ def test_what_a_metric_cannot_use_is_left_out_with_why():
     assert side.left_out == [
         ("/1", "unreadable: KeyError: 'x'"),
         ("/2", "unreadable: TypeError: unsupported operand type(s) for /: 'str' and 'int'"),
-        ("/3", "its value is 0 s: a ratio of geometric means needs values above 0"),
+        ("/3", "its value is 0 s: a time of 0 was not measured"),
         ("/4", "its value is -1 s: a ratio of geometric means needs values above 0"),
         ("/5", "its value is nan"),
         ("/6", "its 4 timed step times are all 0 s: not measured"),
     ]
+    rate = side_values(Metric("r", "GB/s", "higher", lambda doc: doc["r"]), [{"r": 0.0, "path": "/z"}])
+    assert rate.left_out == [("/z", "its value is 0 GB/s: a ratio of geometric means needs values above 0")]
     tta = side_values(Metric("t", "s", "lower", lambda doc: doc["t"], time_to_accuracy=True),
                       [{"t": 4.0, "path": "/a"}, {"t": None, "path": "/b"}])
     assert tta.values == [4.0, None] and tta.left_out == []

@@ -127,9 +127,14 @@ def unusable(value: Optional[float], unit: str) -> Optional[str]:
         return "the result has no value for it"
     if not math.isfinite(value):
         return f"its value is {value}"
+    if value == 0 and unit in TIME_UNITS:  # docs/decisions.md: a clock that ran reads more than 0
+        return f"its value is 0 {unit}: a time of 0 was not measured"
     if value <= 0:
         return f"its value is {value:g} {unit}: a ratio of geometric means needs values above 0"
     return None
+
+
+TIME_UNITS = ("s", "ms", "us")
 
 
 def grouped(docs: Sequence[Mapping[str, Any]], ignore: Sequence[str], by: Sequence[str]) -> Dict[Tuple[str, str], dict]:
