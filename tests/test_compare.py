@@ -174,7 +174,7 @@ def test_what_a_metric_cannot_use_is_left_out_with_why():
     """side_values (issue 45, item 2): only finite values above 0 enter a ratio of geometric means; each result left
     out is named with its reason; time to accuracy keeps a run that did not converge (None) as the slowest."""
     from hpml.analysis.compare.metrics import Metric, NotMeasured
-    from hpml.analysis.compare.report import side_values
+    from hpml.analysis.compare.usable import side_values
 
     def value(doc):
         if doc["measurements"].get("zero_steps"):
@@ -205,7 +205,8 @@ def test_time_to_accuracy_with_a_run_that_did_not_converge_shows_the_olympic_mea
     dropped, olympic mean (11 + 12 + 13) / 3 = 12 s; candidate 5..9 s: (6 + 7 + 8) / 3 = 7 s; ratio 7 / 12. The cells
     and the CSV show those means with every run counted (n = 5), not the converged runs' plain means."""
     from hpml.analysis.compare.metrics import Metric
-    from hpml.analysis.compare.report import Row, SideValues, compare_metric, csv_side, side_cells
+    from hpml.analysis.compare.report import Row, compare_metric, csv_side, side_cells
+    from hpml.analysis.compare.usable import SideValues
 
     metric = Metric("time to accuracy", "s", "lower", lambda doc: None, time_to_accuracy=True)
     base, cand = [10.0, 11.0, 12.0, 13.0, None], [5.0, 6.0, 7.0, 8.0, 9.0]

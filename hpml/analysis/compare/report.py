@@ -9,7 +9,7 @@ their repeats say (docs/results/compare/). With one launch on a side the repeats
 the spread of launches (--launch-sd, as measured: a known variance component), which no repeat can sample. and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
 interval per configuration and metric) are written to --out (default: <candidate>_vs_<baseline>/ beside the
 candidate). Results that match nothing on the other side are listed, not dropped; a result a metric cannot use is
-left out of that metric everywhere (cell, ratio, CSV) and named (side_values). --fail-on-regression PCT exits 1
+left out of that metric everywhere (cell, ratio, CSV) and named (compare.usable). --fail-on-regression PCT exits 1
 when any headline number is worse by more than PCT % with confidence, and says in one line when it could not decide
 (no interval), exiting as --undecided says (gate); the exit status is 0 otherwise, whatever the verdicts (2 for bad
 input, one line, before anything is read when --out cannot be written).
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hpml.analysis.compare.match import known_keys, match_items, match_key, side_labels
-from hpml.analysis.compare.metrics import HEADLINES, Metric, NotMeasured, applies
+from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
+from hpml.analysis.compare.usable import SideValues, side_values
 from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
 from hpml.analysis.results import MALFORMED, load_results
@@ -86,55 +87,6 @@ def load_side(path: str) -> Tuple[List[Dict[str, Any]], List[str]]:
         left_out.append(f"{path}: {sum(ended.values())} result(s) not ok (" +
                         ", ".join(f"{status} {n}" for status, n in sorted(ended.items())) + "): `hpml status` says why")
     return docs, left_out
-
-
-@dataclass
-class SideValues:
-    """A side's values of one metric: those the comparison uses (the cell, the ratio and the CSV alike) and each
-    result it leaves out, with why (listed under "Not compared")."""
-    values: List[Optional[float]]  # > 0 and finite; None only for time to accuracy: a run that did not converge
-    docs: List[Mapping[str, Any]]  # the results of `values`, in order
-    left_out: List[Tuple[str, str]]  # (result, why)
-
-
-def side_values(metric: Metric, docs: Sequence[Mapping[str, Any]]) -> SideValues:
-    """What `metric` can use of each result. A ratio of geometric means needs finite values above 0: a result whose
-    value is missing, unreadable (a key missing, a wrong type: MALFORMED), not measured (NotMeasured) or not above
-    0 is left out and named, never counted in one place and not in another."""
-    kept = SideValues([], [], [])
-    for doc in docs:
-        where = str(doc.get("path") or doc["identity"].get("sweep"))
-        try:
-            value = metric.value(doc)
-        except MALFORMED as error:
-            kept.left_out.append((where, f"unreadable: {type(error).__name__}: {error}"))
-            continue
-        except NotMeasured as error:
-            kept.left_out.append((where, str(error)))
-            continue
-        why = None if value is None and metric.time_to_accuracy else unusable(value, metric.unit)
-        if why:
-            kept.left_out.append((where, why))
-            continue
-        kept.values.append(value)
-        kept.docs.append(doc)
-    return kept
-
-
-def unusable(value: Optional[float], unit: str) -> Optional[str]:
-    """Why a ratio of geometric means cannot use `value`; None when it can."""
-    if value is None:
-        return "the result has no value for it"
-    if not math.isfinite(value):
-        return f"its value is {value}"
-    if value == 0 and unit in TIME_UNITS:  # docs/decisions.md: a clock that ran reads more than 0
-        return f"its value is 0 {unit}: a time of 0 was not measured"
-    if value <= 0:
-        return f"its value is {value:g} {unit}: a ratio of geometric means needs values above 0"
-    return None
-
-
-TIME_UNITS = ("s", "ms", "us")
 
 
 def grouped(docs: Sequence[Mapping[str, Any]], ignore: Sequence[str], by: Sequence[str]) -> Dict[Tuple[str, str], dict]:
