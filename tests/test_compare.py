@@ -170,17 +170,130 @@ def test_damaged_and_failed_results_are_listed_and_a_side_of_only_those_is_one_l
         "measurements.epoch_time_s: missing); hpml status says why"), none.stderr
 
 
-def test_a_result_a_metric_cannot_read_is_counted_without_the_number_and_named():
-    from hpml.analysis.compare.metrics import Metric
-    from hpml.analysis.compare.report import guarded
+def test_what_a_metric_cannot_use_is_left_out_with_why():
+    """side_values (issue 45, item 2): only finite values above 0 enter a ratio of geometric means; each result left
+    out is named with its reason; time to accuracy keeps a run that did not converge (None) as the slowest."""
+    from hpml.analysis.compare.metrics import Metric, NotMeasured
+    from hpml.analysis.compare.usable import side_values
 
-    unreadable: dict = {}
-    metric = guarded(Metric("x", "s", "lower", lambda doc: doc["measurements"]["x"] / 2), unreadable)
-    assert metric.value({"measurements": {"x": 3.0}, "path": "/a"}) == 1.5
-    assert metric.value({"measurements": {}, "path": "/b"}) is None
-    assert metric.value({"measurements": {"x": "many"}, "path": "/c"}) is None
-    assert unreadable == {"/b": "x: KeyError: 'x'", "/c": "x: TypeError: unsupported operand type(s) for /: 'str' "
-                                                           "and 'int'"}
+    def value(doc):
+        if doc["measurements"].get("zero_steps"):
+            raise NotMeasured("its 4 timed step times are all 0 s: not measured")
+        return doc["measurements"]["x"] / 2
+
+    docs = [{"measurements": m, "path": f"/{i}"} for i, m in enumerate([
+        {"x": 3.0}, {}, {"x": "many"}, {"x": 0.0}, {"x": -2.0}, {"x": float("nan")}, {"zero_steps": True}, {"x": 5.0}])]
+    side = side_values(Metric("x", "s", "lower", value), docs)
+    assert side.values == [1.5, 2.5] and [d["path"] for d in side.docs] == ["/0", "/7"]
+    assert side.left_out == [
+        ("/1", "unreadable: KeyError: 'x'"),
+        ("/2", "unreadable: TypeError: unsupported operand type(s) for /: 'str' and 'int'"),
+        ("/3", "its value is 0 s: a time of 0 was not measured"),
+        ("/4", "its value is -1 s: a ratio of geometric means needs values above 0"),
+        ("/5", "its value is nan"),
+        ("/6", "its 4 timed step times are all 0 s: not measured"),
+    ]
+    rate = side_values(Metric("r", "GB/s", "higher", lambda doc: doc["r"]), [{"r": 0.0, "path": "/z"}])
+    assert rate.left_out == [("/z", "its value is 0 GB/s: a ratio of geometric means needs values above 0")]
+    tta = side_values(Metric("t", "s", "lower", lambda doc: doc["t"], time_to_accuracy=True),
+                      [{"t": 4.0, "path": "/a"}, {"t": None, "path": "/b"}])
+    assert tta.values == [4.0, None] and tta.left_out == []
+
+
+def test_time_to_accuracy_with_a_run_that_did_not_converge_shows_the_olympic_means_its_ratio_is_of():
+    """MLPerf's score: base runs 10, 11, 12, 13 s and one that did not converge (the slowest): fastest and slowest
+    dropped, olympic mean (11 + 12 + 13) / 3 = 12 s; candidate 5..9 s: (6 + 7 + 8) / 3 = 7 s; ratio 7 / 12. The cells
+    and the CSV show those means with every run counted (n = 5), not the converged runs' plain means."""
+    from hpml.analysis.compare.metrics import Metric
+    from hpml.analysis.compare.report import Row, compare_metric, csv_side, side_cells
+    from hpml.analysis.compare.usable import SideValues
+
+    metric = Metric("time to accuracy", "s", "lower", lambda doc: None, time_to_accuracy=True)
+    base, cand = [10.0, 11.0, 12.0, 13.0, None], [5.0, 6.0, 7.0, 8.0, 9.0]
+    result, b, c, note, olympic = compare_metric(metric, SideValues(base, [{}] * 5, []), SideValues(cand, [{}] * 5, []),
+                                                 0.02)
+    assert olympic == (pytest.approx(12.0), pytest.approx(7.0)) and result.ratio == pytest.approx(7 / 12)
+    row = Row("c", "cfg", "train", metric, b, c, result, note, olympic)
+    assert side_cells(row) == ("olympic mean 12 (n=5, 1 not converged)", "olympic mean 7 (n=5, 0 not converged)")
+    assert csv_side(row, 0) == (5, pytest.approx(12.0)) and csv_side(row, 1) == (5, pytest.approx(7.0))
+
+
+def zero_step_times(result: Path) -> None:
+    doc = json.loads(result.read_text())
+    doc["measurements"]["step_time_s"] = [[0.0] * len(steps) for steps in doc["measurements"]["step_time_s"]]
+    result.write_text(json.dumps(doc))
+
+
+def cell_n(cell: str) -> int:
+    return int(cell.split("(n=")[1].split(")")[0].split(",")[0])
+
+
+def test_a_result_whose_step_times_are_all_zero_is_left_out_of_the_cell_the_ratio_and_the_csv_alike(sweeps, tmp_path):
+    """The schema allows step times of 0 s; all of a result's being 0 means they were not measured (docs/decisions.md):
+    the step-time row uses the other results everywhere (the n and mean in the table, the ratio, the CSV) and names
+    the one left out; its epoch time and throughput are still compared."""
+    zeroed = tmp_path / "zeroed"
+    shutil.copytree(sweeps["a2"], zeroed, symlinks=True)
+    zero_step_times(zeroed / "points/1/result.json")
+    out = tmp_path / "out"
+    done = run_hpml(["compare", str(sweeps["a"]), str(zeroed), "--out", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {row["metric"]: row for row in csv.DictReader(open(out / "compare.csv"))}
+    step = rows["step time (median)"]
+    assert (step["baseline_n"], step["candidate_n"]) == ("3", "2")
+    assert rows["epoch time"]["candidate_n"] == rows["throughput"]["candidate_n"] == "3"
+    from hpml.analysis.compare.metrics import HEADLINES
+    from hpml.analysis.compare.report import load_side
+
+    metric = next(m for m in HEADLINES["train"] if m.name == "step time (median)")
+    base = [metric.value(doc) for doc in load_side(str(sweeps["a"]))[0]]
+    cand = [metric.value(doc) for doc in load_side(str(zeroed))[0] if not doc["path"].endswith("1/result.json")]
+    expected = compare_values(base, cand, "lower", launch_sd=0.03)
+    assert float(step["ratio"]) == pytest.approx(expected.ratio) and float(step["ci_low"]) == pytest.approx(expected.low)
+    assert float(step["candidate_mean"]) == pytest.approx(sum(cand) / 2)
+    text = (out / "compare.md").read_text()
+    line = next(line for line in text.splitlines() if "step time (median) [ms]" in line)
+    cells = [cell.strip() for cell in line.split("|")[1:-1]]
+    assert cell_n(cells[2]) == 3 and cell_n(cells[3]) == 2 and cells[3].startswith(f"{sum(cand) / 2:.4g} ± ")
+    not_compared = text.split("## Not compared")[1]
+    assert (f"- {zeroed.name}" in not_compared or f"- {zeroed}" in not_compared) and \
+        f"{zeroed}/points/1/result.json: step time (median) of " in not_compared and \
+        "timed step times are all 0 s: not measured" in not_compared, not_compared
+
+
+def one_result_sweep(sweep: Path, target: Path) -> Path:
+    shutil.copytree(sweep, target, symlinks=True)
+    for point in ("1", "2"):
+        shutil.rmtree(target / "points" / point)
+    return target
+
+
+def test_a_gate_with_one_result_a_side_says_it_could_not_decide_and_fails_unless_told_to_pass(sweeps, tmp_path):
+    """Issue 45, item 3: with one result a side no number has an interval; the gate says so in one stderr line,
+    and exits 1 by default (--undecided fail), 0 with --undecided pass; without a gate the exit is 0."""
+    base, cand = one_result_sweep(sweeps["a"], tmp_path / "one_a"), one_result_sweep(sweeps["a2"], tmp_path / "one_b")
+    runs = {}
+    for name, extra in (("default", []), ("fail", ["--undecided", "fail"]), ("pass", ["--undecided", "pass"])):
+        runs[name] = run_hpml(["compare", str(base), str(cand), "--out", str(tmp_path / name),
+                               "--fail-on-regression", "50", *extra], cwd=tmp_path)
+    for name, code, end in (("default", 1, "--undecided fail: exit 1"), ("fail", 1, "--undecided fail: exit 1"),
+                            ("pass", 0, "--undecided pass: passed anyway")):
+        done = runs[name]
+        assert done.returncode == code, done.stdout + done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("hpml: the gate could not decide 3 of 3 headline number(s): "
+                                                       "3 with one usable result on a side: no interval (n = 1"), lines
+        assert lines[0].endswith(end), lines
+    ungated = run_hpml(["compare", str(base), str(cand), "--out", str(tmp_path / "none")], cwd=tmp_path)
+    assert ungated.returncode == 0 and ungated.stderr == "", ungated.stderr
+    alone = run_hpml(["compare", str(base), str(cand), "--undecided", "pass"], cwd=tmp_path)
+    assert alone.returncode == 2 and "--undecided pass is not allowed without --fail-on-regression" in alone.stderr
+
+
+def test_a_decided_gate_says_nothing_of_undecided_numbers(sweeps, tmp_path):
+    done = run_hpml(["compare", str(sweeps["a"]), str(sweeps["a2"]), "--out", str(tmp_path / "o"),
+                     "--fail-on-regression", "50"], cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
 def epoch_times(folder: Path) -> dict:

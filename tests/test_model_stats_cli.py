@@ -157,7 +157,7 @@ def test_a_name_too_long_and_a_folder_not_writable_are_one_line(tmp_path, monkey
     long_name = tmp_path / ("a" * 300 + ".md")
     code, _, err = hpml("alexnet", "--out", str(long_name))
     assert code == 2 and err.startswith("hpml: error: --out ") and err.endswith(" characters): File name too long\n")
-    monkeypatch.setattr("hpml.models.stats.cli.os.access", lambda path, mode: False)  # root may write anywhere
+    monkeypatch.setattr("hpml.contract.folders.os.access", lambda path, mode: False)  # root may write anywhere
     code, _, err = hpml("alexnet", "--out", str(tmp_path / "x.md"))
     assert code == 2 and err == f"hpml: error: --out {tmp_path / 'x.md'}: folder {tmp_path} may not be written in\n"
     (tmp_path / "old.md").write_text("kept")

@@ -30,7 +30,7 @@ def test_the_script_runs_the_setup_lines_checked_then_the_launching_pythons_repo
     text = script_text(Path("/my sweeps/s1"), ["module load x"], "/venv/bin/python")
     lines = text.splitlines()
     assert lines[0] == "#!/bin/bash" and lines[2] == "module load x" and "cluster.setup[0] failed" in lines[3]
-    assert lines[-1] == "exec /venv/bin/python -m hpml.launcher.cli report '/my sweeps/s1' --out '/my sweeps/s1/report'"
+    assert lines[-1] == "exec /venv/bin/python -P -m hpml.launcher.cli report '/my sweeps/s1' --out '/my sweeps/s1/report'"
 
 
 def test_an_unknown_report_partition_and_a_time_over_its_maxtime_are_one_line_each():

@@ -22,6 +22,7 @@ import submitit
 from submitit.slurm.slurm import _make_sbatch_string
 
 from hpml.conf.schema import ClusterKind
+from hpml.launcher.child_python import python_shell
 from hpml.launcher.jobspec import ResourceShape
 from hpml.launcher.slurm import SIGNAL_DELAY_S, executor_parameters, jobs_folder
 
@@ -38,7 +39,7 @@ FULL = ResourceShape(cluster=ClusterKind.slurm, nodes=2, workers_per_node=4, gpu
 
 def sbatch_text(shape: ResourceShape, max_parallel: int, array_size: int | None) -> str:
     folder = jobs_folder(SWEEP)
-    command = " ".join(["python", "-u -m submitit.core._submit", shlex.quote(str(folder))])  # as submitit's
+    command = " ".join([python_shell("python"), "-u -m submitit.core._submit", shlex.quote(str(folder))])  # as submitit's
     return _make_sbatch_string(command=command, folder=folder, map_count=array_size,
                                **executor_parameters(shape, max_parallel))
 
@@ -80,7 +81,7 @@ def test_the_array_script_asks_for_what_the_shape_needs():
         "module load cuda",
     } <= lines
     (srun,) = [line for line in lines if line.startswith("srun ")]
-    assert srun.endswith("--cpu-bind=none python -u -m submitit.core._submit /sweeps/golden/jobs/%j")
+    assert srun.endswith("--cpu-bind=none python -P -u -m submitit.core._submit /sweeps/golden/jobs/%j")  # -P: no cwd
     single = sbatch_text(MINIMAL, 0, None)
     assert "--array" not in single and "--gpus-per-node" not in single and "--mem" not in single
 
@@ -89,9 +90,9 @@ def test_the_array_script_asks_for_what_the_shape_needs():
 def test_submitits_executor_renders_the_same_text():
     """What the rendering above stands for: the text of a real SlurmExecutor set up as launcher.slurm does
     (an array: the copy submitit makes with map_count set)."""
-    executor = submitit.SlurmExecutor(folder=str(jobs_folder(SWEEP)), python="python")
+    executor = submitit.SlurmExecutor(folder=str(jobs_folder(SWEEP)), python=python_shell("python"))
     executor.update_parameters(**executor_parameters(FULL, 2))
-    array = submitit.SlurmExecutor(executor.folder, python="python")
+    array = submitit.SlurmExecutor(executor.folder, python=python_shell("python"))
     array.update_parameters(**executor.parameters)
     array.parameters["map_count"] = 3
     assert array._make_submission_file_text(array._submitit_command_str, "uid") == sbatch_text(FULL, 2, 3)

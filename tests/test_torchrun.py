@@ -12,7 +12,7 @@ from hpml.launcher.torchrun import Rendezvous, node_addr_of, rendezvous_port, to
 def test_single_node_uses_a_standalone_rendezvous(compose_values):
     config = config_from_dict(compose_values(["resources.workers_per_node=2"]))
     cmd = torchrun_command(jobspec_of(config, 3, "/s/points/3", []), None, python="python")
-    assert cmd == ["python", "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+    assert cmd == ["python", "-P", "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
                    "--max_restarts", "0", "--standalone", "-m", "hpml.workloads.train",
                    "--config", "/s/points/3/config.yaml"]
 

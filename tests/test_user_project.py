@@ -1,8 +1,10 @@
-"""hpml from inside a user's own project (issue 32, item 1): a folder holding a Python package for each name hpml's
-folders have (launcher, workloads, conf, analysis, models, evaluation, dataprep, contract, tools), each raising on
-import, and an installed distribution named `models`; from there every verb works, as the README's console script
-runs it, and no process hpml starts (the CLI, the submitit job, torchrun, the workers) imports the user's code.
-The user's own presets in ./conf/experiment/ are still found, although ./conf is a package that raises."""
+"""hpml from inside a user's own project (issue 32, item 1; issue 45, item 4): a folder holding a Python package for
+each name hpml's folders have (launcher, workloads, conf, analysis, models, evaluation, dataprep, contract, tools) and
+for the libraries hpml's children import first (hpml itself, submitit, hydra), each raising on import, and an
+installed distribution named `models`; from there every verb works, as the README's console script runs it, and no
+process hpml starts (the CLI, the submitit job locally and under SLURM, torchrun, the workers, the report job)
+imports the user's code (launcher/child_python.py: `python -P`). The user's own presets in ./conf/experiment/ are
+still found, although ./conf is a package that raises."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ REPO = Path(__file__).resolve().parent.parent
 HPML_SCRIPT = Path(sys.executable).with_name("hpml")
 # Every top-level name hpml installed before it moved under hpml.*, and the checkout's tools/
 SHADOWING = ("launcher", "workloads", "conf", "analysis", "models", "evaluation", "dataprep", "contract", "tools")
+# The packages a child process imports before any of hpml's code runs: `python -m submitit.core._submit` (submitit,
+# then hpml to unpickle the job, hydra through the config), the report job's `python -m hpml.launcher.cli`
+LIBRARIES = ("hpml", "submitit", "hydra")
 
 USER_PRESET = """# @package _global_
 # The user's own preset: hpml's small CNN on the digits for two epochs, its model kept for `hpml evaluate`.
@@ -52,7 +57,7 @@ def install_models_distribution(site: Path) -> None:
 def project(tmp_path_factory):
     """(the user's folder, the environment that has the installed `models` distribution on its path)."""
     home = tmp_path_factory.mktemp("user_project")
-    for name in SHADOWING:
+    for name in SHADOWING + LIBRARIES:
         (home / name).mkdir()
         (home / name / "__init__.py").write_text(f"raise RuntimeError('the user\\'s {name} package was imported')\n")
     (home / "conf" / "experiment").mkdir()
@@ -71,7 +76,7 @@ def hpml(project, *args: str, timeout: float = 300) -> subprocess.CompletedProce
 def test_the_shadowing_packages_and_the_distribution_are_really_there(project):
     """The set-up can fail: from the project's folder with `python -c`, its own packages and the distribution win."""
     home, env = project
-    for name in ("models", "conf", "tools"):
+    for name in ("models", "conf", "tools", *LIBRARIES):
         done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=home, env=env, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 1 and "RuntimeError" in done.stderr

@@ -34,7 +34,7 @@ from hpml.analysis.results import (
 from hpml.analysis.sections import Section, cap_figures, report_markdown
 from hpml.analysis.write_aside import write_sections_aside
 from hpml.contract.cli_args import OneLineParser, folder_argument
-from hpml.contract.folders import folder_problem
+from hpml.contract.folders import output_folder_error
 
 REPORT_MD = "report.md"
 KEPT: List["Report"] = []  # the last report main made (see main)
@@ -172,9 +172,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     out_dir = args.out or args.dir / "report"
-    problem = folder_problem(out_dir) if args.dir.is_dir() else None  # a missing DIR is said below
+    problem = output_folder_error("--out", out_dir, "the report") if args.dir.is_dir() else None  # a missing DIR is said below
     if problem:
-        print(f"hpml: error: --out: {problem}; give a folder to write the report in", file=sys.stderr)
+        print(f"hpml: error: {problem}", file=sys.stderr)
         return 2
     # `hpml report` is one short process: the collector stays paused while the tables are built and written
     # too, where each of its passes would walk every loaded document again (docs/results/report-speed.md).

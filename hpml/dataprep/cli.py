@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 
 from hpml.conf.idx_data import IDX_DATASETS
 from hpml.contract.cli_args import OneLineParser
-from hpml.contract.folders import empty_path_problem
+from hpml.contract.folders import empty_path_problem, output_folder_error
 from hpml.dataprep import digits_cifar as dc
 from hpml.dataprep import digits_loader_data as large
 from hpml.dataprep import idx_sets
@@ -60,7 +60,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def output_folders(named: Dict[str, Optional[str]]) -> Dict[str, Path]:
     """The output folders given (option -> path), each refused in one line if empty (it would write into the
-    current directory: '.' says so) or if it is, holds or lies inside another (their outputs would mix)."""
+    current directory: '.' says so), if it cannot be written (contract.folders) or if it is, holds or lies inside
+    another (their outputs would mix)."""
     folders: Dict[str, Path] = {}
     for option, text in named.items():
         if text is None:
@@ -69,6 +70,9 @@ def output_folders(named: Dict[str, Optional[str]]) -> Dict[str, Path]:
         if problem:
             raise dc.DataError(problem)
         folders[option] = Path(text)
+        problem = output_folder_error(option, folders[option], "the data set")
+        if problem:  # before the digits are loaded or a file is written
+            raise dc.DataError(problem)
     for (a, path_a), (b, path_b) in itertools.combinations(folders.items(), 2):
         real_a, real_b = path_a.resolve(), path_b.resolve()
         if real_a == real_b or real_a in real_b.parents or real_b in real_a.parents:

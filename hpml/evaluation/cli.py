@@ -20,7 +20,7 @@ import torch
 from hpml.analysis.sections import report_markdown, write_sections
 from hpml.contract.cli_args import OneLineParser, folder_argument
 from hpml.contract.files import one_line
-from hpml.contract.folders import folder_problem
+from hpml.contract.folders import output_folder_error
 from hpml.evaluation.accuracy import batch_size, evaluation_device, score
 from hpml.evaluation.images import ImageFolderError, check_names, class_folders, dataset
 from hpml.evaluation.report import Evaluated, sections
@@ -88,9 +88,9 @@ def evaluate(sweep_dir: Path, images: Path) -> Tuple[str, list]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     out_dir = args.out or args.sweep_dir / "report"
-    problem = folder_problem(out_dir) if args.sweep_dir.is_dir() else None  # a missing sweep is said below
+    problem = output_folder_error("--out", out_dir, "the report") if args.sweep_dir.is_dir() else None  # a missing sweep is said below
     if problem:  # before any model is loaded
-        print(f"hpml: error: --out: {problem}; give a folder to write the report in", file=sys.stderr)
+        print(f"hpml: error: {problem}", file=sys.stderr)
         return 2
     try:
         markdown, parts = evaluate(args.sweep_dir, args.images)

@@ -3,6 +3,12 @@
 Adding a verb is one entry in VERBS: its usage lines and a function that imports its module only when the
 verb runs (so `hpml status` does not pay for torch, and the launcher imports no workload: a verb's code lives
 beside its package, e.g. models/stats/cli.py for model-stats). USAGE is built from the table, in its order.
+
+Every verb ends with one of EXIT_STATUSES (listed once, in USAGE): 0 it did what was asked; 1 it ran and its check
+failed (a point that did not complete, a regression, a gate that could not decide under --undecided fail); 2 bad
+input, one `hpml: error:` line, found before any work is done or anything is written: the folders and files a verb
+writes are checked first by one function (contract.folders), so a folder under a file is a 2, never a traceback
+after the work; 130 (128 + the signal) interrupted. tests/test_exit_statuses.py runs each verb against them.
 """
 
 from __future__ import annotations
@@ -152,7 +158,15 @@ VERBS: Dict[str, Verb] = {
 """, _model_stats),
 }
 
-USAGE = "usage: hpml <command> [args]\n\ncommands:\n" + "".join(verb.usage for verb in VERBS.values())
+EXIT_STATUSES = {
+    0: "done",
+    1: "the check failed: a point did not complete, a regression, an undecided gate (--undecided fail)",
+    2: "bad input (one line, before anything is written)",
+    130: "interrupted (128 + the signal)",
+}
+
+USAGE = ("usage: hpml <command> [args]\n\ncommands:\n" + "".join(verb.usage for verb in VERBS.values())
+         + "\nexit status:\n" + "".join(f"  {code:<3}  {meaning}\n" for code, meaning in EXIT_STATUSES.items()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,6 +26,7 @@ import submitit
 
 from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
 from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
+from hpml.launcher.child_python import python_shell, safe_path_environment
 from hpml.launcher.failure_reason import died_before_start
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
@@ -96,7 +97,7 @@ def local_job_log(sweep_dir: Path, job_id: str) -> Path:
 
 
 def local_executor(folder: Path, shape: ResourceShape) -> submitit.LocalExecutor:
-    executor = submitit.LocalExecutor(folder=str(folder))
+    executor = submitit.LocalExecutor(folder=str(folder), python=python_shell())  # not the user's folder first
     executor.update_parameters(timeout_min=shape.time_min, gpus_per_node=shape.gpus_per_node,
                                tasks_per_node=1)  # one task per node: it runs torchrun
     return executor
@@ -125,7 +126,7 @@ def run_local(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, poll
             running = sum(not job.done() for job in jobs.values())
             while queue and running < cap and stop.signum is None:
                 spec = queue.pop(0)
-                with terminal_signals_blocked():
+                with terminal_signals_blocked(), safe_path_environment():
                     job = local_executor(sweep_dir / JOBS_DIR, spec.shape).submit(PointJob(spec))
                 jobs[spec.point] = job
                 on_submit(spec, job.job_id, array_of[spec.point])

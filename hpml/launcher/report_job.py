@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterConfig
 from hpml.contract.sweep_layout import JOBS_DIR
+from hpml.launcher.child_python import python_argv
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.failure_reason import job_log_reason
 from hpml.launcher.manifest import write_manifest
@@ -42,7 +43,7 @@ def log_folder(sweep_dir: Path) -> Path:
 def script_text(sweep_dir: Path, setup: Sequence[str], python: str) -> str:
     """The batch script: cluster.setup's lines (checked, as the points' scripts check them), then `hpml report`
     with the launching python, so the job reads the sweep with the hpml that wrote it."""
-    command = [python, "-m", "hpml.launcher.cli", "report", str(sweep_dir), "--out", str(report_folder(sweep_dir))]
+    command = [*python_argv(python), "-m", "hpml.launcher.cli", "report", str(sweep_dir), "--out", str(report_folder(sweep_dir))]
     return "\n".join(["#!/bin/bash", "# hpml's report job: runs once every array of the sweep has ended",
                       *guarded_setup(setup), "exec " + shlex.join(command), ""])
 

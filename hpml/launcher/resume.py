@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 
 from hpml.conf.schema import HpmlConfig, config_from_dict
+from hpml.contract.folders import folder_problem
 from hpml.contract.jsonio import read_json, write_json_atomic
 from hpml.contract.sweep_layout import (
     ATTEMPT_RECORD,
@@ -45,6 +46,9 @@ BUSY = ("pending", "running")
 def resume(sweep_dir: Path, wait: bool = True, grow: bool = False) -> int:
     sweep_dir = Path(sweep_dir).resolve()
     read_manifest(sweep_dir)  # not a sweep, or a damaged one: refused before a lock file is made
+    problem = folder_problem(sweep_dir)  # its lock, moved attempts and new results are written there
+    if problem:
+        raise LaunchError(f"cannot resume {sweep_dir}: {problem}; nothing was moved or submitted")
     with sweep_lock(sweep_dir, "resume"):  # states read, files moved and points run by this resume alone
         return _resume(sweep_dir, wait, grow)
 

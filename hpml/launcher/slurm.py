@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import submitit
 
 from hpml.contract.sweep_layout import JOBS_DIR
+from hpml.launcher.child_python import python_shell
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.packed_job import PackedJob
 from hpml.launcher.point_job import PointJob
@@ -172,7 +173,7 @@ def submit_arrays(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, 
             part = part if room is None else part[:room]
             if not part:
                 break
-            executor = submitit.SlurmExecutor(folder=str(jobs_folder(sweep_dir)),
+            executor = submitit.SlurmExecutor(folder=str(jobs_folder(sweep_dir)), python=python_shell(),
                                               max_num_timeout=max_requeues)
             executor.update_parameters(**executor_parameters(shape, max_parallel))
             try:  # submitit prints sbatch's stderr when sbatch fails; the error carries it, said once

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from hpml.contract.folders import folder_problem
 from hpml.contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json, type_name
 from hpml.contract.result_schema import validate_result
 from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point_number
@@ -281,7 +282,8 @@ def status_command(sweep_dir: Path) -> int:
     manifest = read_manifest(sweep_dir)
     jobs = backend_of_manifest(manifest).job_states(manifest)
     states = point_states(sweep_dir, jobs, manifest)
-    record_accounting(sweep_dir, manifest, states)
+    if folder_problem(sweep_dir) is None:  # status reads: a sweep it may not write (a colleague's) still answers
+        record_accounting(sweep_dir, manifest, states)
     print(progress_line(manifest.get("sweep", Path(sweep_dir).name), states))
     print(status_table(states))
     report = report_line(manifest, jobs)

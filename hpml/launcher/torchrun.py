@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional
 
+from hpml.launcher.child_python import python_argv
 from hpml.launcher.jobspec import JobSpec
 
 
@@ -59,7 +60,7 @@ def slurm_rendezvous(env: Mapping[str, str]) -> Rendezvous:
 
 def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: str = sys.executable) -> List[str]:
     shape = spec.shape
-    cmd = [python, "-m", "torch.distributed.run", "--nnodes", str(shape.nodes),
+    cmd = [*python_argv(python), "-m", "torch.distributed.run", "--nnodes", str(shape.nodes),
            "--nproc_per_node", str(shape.workers_per_node), "--max_restarts", "0"]
     if rendezvous is None:
         if shape.nodes != 1:

@@ -16,4 +16,4 @@
 
 # command
 export SUBMITIT_EXECUTOR=slurm
-srun --unbuffered --output /sweeps/golden/jobs/%j/%j_%t_log.out --error /sweeps/golden/jobs/%j/%j_%t_log.err python -u -m submitit.core._submit /sweeps/golden/jobs/%j
+srun --unbuffered --output /sweeps/golden/jobs/%j/%j_%t_log.out --error /sweeps/golden/jobs/%j/%j_%t_log.err python -P -u -m submitit.core._submit /sweeps/golden/jobs/%j

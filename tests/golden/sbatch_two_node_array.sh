@@ -27,4 +27,4 @@ hpml_status=$?; if [ $hpml_status -ne 0 ]; then printf 'hpml: cluster.setup[0] f
 
 # command
 export SUBMITIT_EXECUTOR=slurm
-srun --unbuffered --output /sweeps/golden/jobs/%A_%a/%A_%a_%t_log.out --error /sweeps/golden/jobs/%A_%a/%A_%a_%t_log.err --cpu-bind=none python -u -m submitit.core._submit /sweeps/golden/jobs/%j
+srun --unbuffered --output /sweeps/golden/jobs/%A_%a/%A_%a_%t_log.out --error /sweeps/golden/jobs/%A_%a/%A_%a_%t_log.err --cpu-bind=none python -P -u -m submitit.core._submit /sweeps/golden/jobs/%j

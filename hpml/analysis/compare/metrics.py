@@ -19,6 +19,11 @@ from hpml.analysis.train.efficiency import efficiency_of
 from hpml.contract.result_format import timed_values
 
 
+class NotMeasured(Exception):
+    """A result holds the metric's raw numbers, but they say it was not measured (all its step times 0 s): the
+    comparison leaves it out of the metric and names it with this reason (docs/decisions.md)."""
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
@@ -40,6 +45,8 @@ def _epoch_time(doc: Mapping[str, Any]) -> Optional[float]:
 def _step_time_ms(doc: Mapping[str, Any]) -> Optional[float]:
     m = doc["measurements"]
     steps = [s for epoch in timed_values(m["step_time_s"], m) for s in epoch]
+    if steps and not any(steps):  # a clock that ran reads more than 0 s for a step of real work
+        raise NotMeasured(f"its {len(steps)} timed step times are all 0 s: not measured")
     return statistics.median(steps) * 1000 if steps else None
 
 
@@ -203,4 +210,7 @@ def applies(metric: Metric, doc: Mapping[str, Any]) -> bool:
     """Whether a result measures this metric at all (a run without evaluations has no accuracy or TTA)."""
     if metric.time_to_accuracy:
         return _has_target(doc) and (metric.measured is None or metric.measured(doc))
-    return metric.value(doc) is not None
+    try:
+        return metric.value(doc) is not None
+    except NotMeasured:  # it should have the number: the comparison names it as left out
+        return True

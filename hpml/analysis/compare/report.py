@@ -8,16 +8,17 @@ a launch shares (the machine's state, its neighbours, the build) and launches of
 their repeats say (docs/results/compare/). With one launch on a side the repeats are the unit, and the interval adds
 the spread of launches (--launch-sd, as measured: a known variance component), which no repeat can sample. and the tables (Markdown, CSV, LaTeX) and a forest plot (the ratio and its
 interval per configuration and metric) are written to --out (default: <candidate>_vs_<baseline>/ beside the
-candidate). Results that match nothing on the other side are listed, not dropped. --fail-on-regression PCT exits 1
-when any headline number is worse by more than PCT % with confidence; the exit status is 0 otherwise, whatever the
-verdicts (2 for bad input, one line).
+candidate). Results that match nothing on the other side are listed, not dropped; a result a metric cannot use is
+left out of that metric everywhere (cell, ratio, CSV) and named (compare.usable). --fail-on-regression PCT exits 1
+when any headline number is worse by more than PCT % with confidence, and says in one line when it could not decide
+(no interval), exiting as --undecided says (gate); the exit status is 0 otherwise, whatever the verdicts (2 for bad
+input, one line, before anything is read when --out cannot be written).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import math
 import statistics
 import sys
@@ -28,12 +29,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hpml.analysis.compare.match import known_keys, match_items, match_key, side_labels
 from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
+from hpml.analysis.compare.usable import SideValues, side_values
 from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
 from hpml.analysis.results import MALFORMED, load_results
 from hpml.analysis.sections import markdown_table
 from hpml.analysis.stats import Ratio, compare_values, differing_labels, geometric_mean, olympic_mean, regressed
 from hpml.contract.cli_args import OneLineParser, folder_argument
+from hpml.contract.folders import output_folder_error
 
 # The spread of a launch's mean around its configuration's, relative: launches of one preset on one machine differ
 # by more than their repeats say (docs/results/compare/, the A/A launches). Measured there; 0 turns it off.
@@ -57,6 +60,9 @@ class Row:
     cand: List[Optional[float]]
     result: Ratio
     note: str = ""
+    # time to accuracy with a run that did not converge: the olympic means (baseline, candidate) its ratio is of,
+    # shown in the cells and the CSV in place of the converged runs' means
+    olympic: Optional[Tuple[float, float]] = None
 
 
 def load_side(path: str) -> Tuple[List[Dict[str, Any]], List[str]]:
@@ -83,19 +89,6 @@ def load_side(path: str) -> Tuple[List[Dict[str, Any]], List[str]]:
     return docs, left_out
 
 
-def guarded(metric: Metric, unreadable: Dict[str, str]) -> Metric:
-    """The metric, with a result whose measurements its value cannot read (a key missing, a wrong type: MALFORMED)
-    counted as without the number and named in `unreadable` ({path: why}) rather than failing the comparison."""
-    def value(doc: Mapping[str, Any]) -> Optional[float]:
-        try:
-            return metric.value(doc)
-        except MALFORMED as error:
-            unreadable[str(doc.get("path") or doc["identity"].get("sweep"))] = (
-                f"{metric.name}: {type(error).__name__}: {error}")
-            return None
-    return dataclasses.replace(metric, value=value)
-
-
 def grouped(docs: Sequence[Mapping[str, Any]], ignore: Sequence[str], by: Sequence[str]) -> Dict[Tuple[str, str], dict]:
     groups: Dict[Tuple[str, str], dict] = {}
     for doc in docs:
@@ -115,29 +108,26 @@ def launch_of(doc: Mapping[str, Any]) -> str:
     return str(Path(path).parents[2]) if path else str(doc["identity"]["sweep"])
 
 
-def launch_values(metric: Metric, docs) -> List[float]:
-    """One value per launch: the geometric mean of its results' values (launches without one left out)."""
+def launch_values(side: SideValues) -> List[float]:
+    """One value per launch: the geometric mean of its results' values."""
     by_launch: Dict[str, List[float]] = {}
-    for doc in docs:
-        by_launch.setdefault(launch_of(doc), []).append(metric.value(doc))
-    return [geometric_mean(kept) for kept in map(_positive, by_launch.values()) if kept]
+    for doc, value in zip(side.docs, side.values):
+        by_launch.setdefault(launch_of(doc), []).append(value)
+    return [geometric_mean(kept) for kept in by_launch.values()]
 
 
-def compare_metric(metric: Metric, base_docs, cand_docs, difference: float,
-                   launch_sd: float = 0.0) -> Tuple[Ratio, list, list, str]:
-    """(the comparison, the baseline's and candidate's values, a note). launch_sd: compare_values' launch
-    component, added where a side holds one launch."""
-    if metric.measured is not None:  # a result that cannot have the number (no telemetry, no price) is no miss
-        base_docs, cand_docs = [d for d in base_docs if metric.measured(d)], [d for d in cand_docs if metric.measured(d)]
-    base = [metric.value(doc) for doc in base_docs]
-    cand = [metric.value(doc) for doc in cand_docs]
+def compare_metric(metric: Metric, base_side: SideValues, cand_side: SideValues, difference: float,
+                   launch_sd: float = 0.0) -> Tuple[Ratio, list, list, str, Optional[Tuple[float, float]]]:
+    """(the comparison, the baseline's and candidate's values, a note, the olympic means where the ratio is theirs).
+    launch_sd: compare_values' launch component, added where a side holds one launch."""
+    base, cand = base_side.values, cand_side.values
     if not metric.time_to_accuracy:
-        b_launches, c_launches = launch_values(metric, base_docs), launch_values(metric, cand_docs)
+        b_launches, c_launches = launch_values(base_side), launch_values(cand_side)
         if len(b_launches) >= 2 and len(c_launches) >= 2:
             result = compare_values(b_launches, c_launches, metric.better, difference)
-            return result, base, cand, f"unit: launch ({len(b_launches)} vs {len(c_launches)} launches)"
-        result = compare_values(_positive(base), _positive(cand), metric.better, difference, launch_sd)
-        return result, base, cand, f"unit: repeat, launch sd {launch_sd * 100:g} % added" if launch_sd else ""
+            return result, base, cand, f"unit: launch ({len(b_launches)} vs {len(c_launches)} launches)", None
+        result = compare_values(base, cand, metric.better, difference, launch_sd)
+        return result, base, cand, f"unit: repeat, launch sd {launch_sd * 100:g} % added" if launch_sd else "", None
     # MLPerf: a run that did not converge counts as the slowest; olympic means; the converged fraction beside it
     b_conv, c_conv = _positive(base), _positive(cand)
     missed = (len(base) - len(b_conv), len(cand) - len(c_conv))
@@ -147,12 +137,13 @@ def compare_metric(metric: Metric, base_docs, cand_docs, difference: float,
     else:
         result = Ratio(None, None, None, "no interval (a run did not converge)", None)
     b_ol, c_ol = olympic_mean(b_conv, missed[0]), olympic_mean(c_conv, missed[1])
+    olympic = None
     if b_ol and c_ol:  # MLPerf's score; the ratio column stays the geometric means' when it has an interval
         note += f"; olympic means {b_ol:.4g} {metric.unit} vs {c_ol:.4g} {metric.unit} (ratio {c_ol / b_ol:.4f})"
         if result.ratio is None:
-            result.ratio = c_ol / b_ol
+            result.ratio, olympic = c_ol / b_ol, (b_ol, c_ol)
     fraction = converged_fraction_verdict(len(b_conv), len(base), len(c_conv), len(cand))
-    return result, base, cand, note + (f"; {fraction}" if fraction else "")
+    return result, base, cand, note + (f"; {fraction}" if fraction else ""), olympic
 
 
 def converged_fraction_verdict(b_ok: int, b_n: int, c_ok: int, c_n: int) -> str:
@@ -168,9 +159,11 @@ def converged_fraction_verdict(b_ok: int, b_n: int, c_ok: int, c_n: int) -> str:
 
 
 def spread_text(values: Sequence[Optional[float]]) -> str:
-    kept = [v for v in values if v is not None and math.isfinite(v)]
+    """mean ± sd (n) of the values a comparison used; None among them is a run that did not converge (time to
+    accuracy), counted as the slowest by the ratio and named here."""
+    kept = [v for v in values if v is not None]
     missing = len(values) - len(kept)
-    tail = f", {missing} without" if missing else ""
+    tail = f", {missing} not converged" if missing else ""
     if not kept:
         return f"– (n=0{tail})"
     sd = f" ± {statistics.stdev(kept):.4g}" if len(kept) > 1 else ""
@@ -190,7 +183,7 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
     base_groups = grouped(base_docs, ignore, by)
     rows: List[Row] = []
     unmatched: List[str] = []
-    unreadable: Dict[str, str] = {}
+    left_out: List[str] = []
     for name, docs in candidates.items():
         cand_groups = grouped(docs, ignore, by)
         common = sorted(set(base_groups) & set(cand_groups))
@@ -205,17 +198,35 @@ def build_rows(base_docs, candidates: Mapping[str, List[Mapping[str, Any]]], ign
                                  f"({len(base_groups[key]['docs'])} + {len(cand_groups[key]['docs'])} results)")
                 continue
             b, c = base_groups[key]["docs"], cand_groups[key]["docs"]
-            for metric in (guarded(m, unreadable) for m in metrics):
-                if not any(applies(metric, doc) for doc in b + c):
+            for metric in metrics:
+                if not any(applies_or_unreadable(metric, doc) for doc in b + c):
                     continue
-                result, base, cand, note = compare_metric(metric, b, c, difference, launch_sd)
-                rows.append(Row(name, labels[key] or workload, workload, metric, base, cand, result, note))
+                base_side, cand_side = side_values(metric, measuring(metric, b)), side_values(metric, measuring(metric, c))
+                configuration = labels[key] or workload
+                left_out += [f"{side}: {where}: {metric.name} of {configuration} left out: {why}"
+                             for side, values in (("baseline", base_side), (name, cand_side))
+                             for where, why in values.left_out]
+                result, base, cand, note, olympic = compare_metric(metric, base_side, cand_side, difference, launch_sd)
+                rows.append(Row(name, configuration, workload, metric, base, cand, result, note, olympic))
         for key in sorted(set(base_groups) - set(cand_groups)):
             unmatched.append(f"only in the baseline: {len(base_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
         for key in sorted(set(cand_groups) - set(base_groups)):
             unmatched.append(f"only in {name}: {len(cand_groups[key]['docs'])} {key[0]} result(s) of {key[1]}")
-    unmatched += [f"{path}: counted without the number: {why}" for path, why in sorted(unreadable.items())]
-    return rows, unmatched
+    return rows, unmatched + left_out
+
+
+def measuring(metric: Metric, docs: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    """The results that can have the metric at all: one without NVML telemetry or a price has no energy or cost to
+    target, which is no miss (a time-to-accuracy metric's `measured`)."""
+    return [doc for doc in docs if metric.measured is None or metric.measured(doc)]
+
+
+def applies_or_unreadable(metric: Metric, doc: Mapping[str, Any]) -> bool:
+    """Whether a result measures this metric, or should and cannot be read (then it is named as left out)."""
+    try:
+        return applies(metric, doc)
+    except MALFORMED:
+        return True
 
 
 def nothing_in_common(name: str, base_groups: Mapping, cand_groups: Mapping) -> str:
@@ -228,9 +239,28 @@ def nothing_in_common(name: str, base_groups: Mapping, cand_groups: Mapping) -> 
             "--ignore KEY leaves a key out of the match")
 
 
+def side_cells(row: Row) -> Tuple[str, str]:
+    """The baseline's and the candidate's cells: the numbers the ratio is of (mean ± sd, n of the values used; the
+    olympic means, with every run counted, where a run that did not converge made the ratio theirs)."""
+    if row.olympic is None:
+        return spread_text(row.base), spread_text(row.cand)
+    base, cand = (f"olympic mean {mean:.4g} (n={len(values)}, {sum(v is None for v in values)} not converged)"
+                  for mean, values in zip(row.olympic, (row.base, row.cand)))
+    return base, cand
+
+
+def csv_side(row: Row, side: int) -> Tuple[int, Any]:
+    """(n, mean) of a side as its cell shows them, for compare.csv."""
+    values = (row.base, row.cand)[side]
+    if row.olympic is not None:
+        return len(values), row.olympic[side]
+    kept = _positive(values)
+    return len(kept), statistics.fmean(kept) if kept else ""
+
+
 def table_cells(rows: Sequence[Row]) -> List[List[str]]:
     return [[row.configuration, f"{row.metric.name} [{row.metric.unit}] ({row.metric.better} is better)",
-             spread_text(row.base), spread_text(row.cand), ratio_text(row.result),
+             *side_cells(row), ratio_text(row.result),
              row.result.verdict + (f"; {row.note}" if row.note else ""),
              str(row.result.repeats_needed) if row.result.repeats_needed else "–"] for row in rows]
 
@@ -304,11 +334,10 @@ def write_outputs(rows: Sequence[Row], unmatched: Sequence[str], labels: Sequenc
         writer.writerow(["candidate", "configuration", "workload", "metric", "unit", "better", "baseline_n",
                          "baseline_mean", "candidate_n", "candidate_mean", "ratio", "ci_low", "ci_high", "verdict",
                          "repeats_needed", "note"])
-        for row in rows:
-            b, c = _positive(row.base), _positive(row.cand)
+        for row in rows:  # the n and mean of each side as its cell shows them: those its ratio used
             writer.writerow([row.candidate, row.configuration, row.workload, row.metric.name, row.metric.unit,
-                             row.metric.better, len(b), statistics.fmean(b) if b else "", len(c),
-                             statistics.fmean(c) if c else "", row.result.ratio, row.result.low, row.result.high,
+                             row.metric.better, *csv_side(row, 0), *csv_side(row, 1), row.result.ratio,
+                             row.result.low, row.result.high,
                              row.result.verdict, row.result.repeats_needed, row.note])
     (out / "compare.tex").write_text("\n".join(
         latex_table(headers, cells, f"hpml compare: {name} against {names[0]}", f"tab:compare-{index}")
@@ -325,7 +354,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--ignore", action="append", default=[], metavar="KEY", help="leave KEY out of the match")
     parser.add_argument("--by", action="append", default=[], metavar="KEY", help="match by KEY too")
     parser.add_argument("--out", default=None, type=folder, help="folder for the tables and the plot")
-    parser.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT")
+    parser.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                        help="exit 1 when a headline number is worse by more than PCT %% with 95 %% confidence")
+    parser.add_argument("--undecided", choices=UNDECIDED, default=None,
+                        help="what the gate does when a headline number has no interval to decide by (one result a "
+                             "side, a run that did not converge): fail, exit 1 (default), or pass")
     parser.add_argument("--difference", type=float, default=2.0, metavar="PCT",
                         help="the difference the repeats-needed column resolves (default 2 %%)")
     parser.add_argument("--launch-sd", type=float, default=LAUNCH_SD_PCT, metavar="PCT",
@@ -339,19 +372,38 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     for option, value, ok, allowed in bounds:  # a NaN fails every comparison, so it is refused here too
         if not ok:
             parser.error(f"{option} {value:g} is not allowed: {allowed}")
+    if args.undecided is not None and args.fail_on_regression is None:
+        parser.error(f"--undecided {args.undecided} is not allowed without --fail-on-regression PCT (it says what "
+                     "that gate does when it cannot decide)")
+    args.undecided = args.undecided or UNDECIDED[0]
     return args
+
+
+def out_folder(args: argparse.Namespace) -> Path:
+    """--out, or <candidate>_vs_<baseline>/ beside the last candidate."""
+    last = Path(args.candidates[-1]).resolve()
+    return Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    out = out_folder(args)
+    sides_exist = all(Path(name).exists() for name in (args.baseline, *args.candidates))  # else said by run
+    problem = output_folder_error("--out", out, "the comparison") if sides_exist else None
+    if problem:  # before any result is read: it failed after all the work, in a traceback that exited 1
+        print(f"hpml: error: {problem}", file=sys.stderr)
+        return 2
     try:
-        return run(args)
+        return run(args, out)
     except CompareError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # the disk filled, the folder went away meanwhile: one line, not a traceback
+        print(f"hpml: error: writing the comparison to {out} failed: {error.strerror or error}", file=sys.stderr)
+        return 2
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: Path) -> int:
     names = [args.baseline, *args.candidates]
     loaded = {name: load_side(name) for name in names}
     sides = {name: docs for name, (docs, _) in loaded.items()}
@@ -368,15 +420,45 @@ def run(args: argparse.Namespace) -> int:
                                  args.by, difference, args.launch_sd / 100)
     unmatched = [line for _, left_out in loaded.values() for line in left_out] + unmatched
     labels, _ = side_labels(list(sides.values()))
-    last = Path(args.candidates[-1]).resolve()
-    out = Path(args.out) if args.out else last.parent / f"{last.name}_vs_{Path(args.baseline).resolve().name}"
     print(write_outputs(rows, unmatched, labels, names, out, difference))
     print(f"hpml: wrote {out}/compare.md, compare.csv, compare.tex, compare_forest.png")
-    if args.fail_on_regression is not None:
-        worse = [row for row in rows if regressed(row.result, row.metric.better, args.fail_on_regression)]
-        if worse:
-            print(f"hpml: {len(worse)} headline number(s) worse by more than {args.fail_on_regression:g} % with "
-                  f"95 % confidence: " + "; ".join(f"{r.configuration} {r.metric.name} {ratio_text(r.result)}"
-                                                   for r in worse), file=sys.stderr)
-            return 1
+    return 0 if args.fail_on_regression is None else gate(rows, args.fail_on_regression, args.undecided)
+
+
+UNDECIDED = ("fail", "pass")  # the first is the default (docs/decisions.md: a gate that cannot decide fails)
+
+
+def gate(rows: Sequence[Row], percent: float, undecided: str) -> int:
+    """--fail-on-regression's exit status: 1 when a headline number is worse by more than `percent` with 95 %
+    confidence; else, where some number has no interval to decide by, one stderr line that says so and why, and
+    1 or 0 as --undecided says; 0 when every number was decided and none regressed."""
+    worse = [row for row in rows if regressed(row.result, row.metric.better, percent)]
+    if worse:
+        print(f"hpml: {len(worse)} headline number(s) worse by more than {percent:g} % with "
+              f"95 % confidence: " + "; ".join(f"{r.configuration} {r.metric.name} {ratio_text(r.result)}"
+                                               for r in worse), file=sys.stderr)
+    open_rows = [row for row in rows if row.result.low is None or row.result.high is None]
+    if open_rows or not rows:
+        print(f"hpml: the gate could not decide {undecided_text(open_rows, len(rows))}; --undecided {undecided}: "
+              + ("exit 1" if undecided == "fail" else "passed anyway"), file=sys.stderr)
+    if worse or ((open_rows or not rows) and undecided == "fail"):
+        return 1
     return 0
+
+
+def undecided_text(open_rows: Sequence[Row], total: int) -> str:
+    """Which headline numbers the gate could not decide and why, in a few words."""
+    if not total:
+        return "any headline number: none was compared (see Not compared)"
+    why = Counter(row.result.verdict for row in open_rows)
+    reasons = "; ".join(f"{count} {UNDECIDED_WHY.get(verdict, verdict)}" for verdict, count in why.items())
+    first = open_rows[0]
+    return (f"{len(open_rows)} of {total} headline number(s): {reasons} (first: {first.configuration}, "
+            f"{first.metric.name})")
+
+
+UNDECIDED_WHY = {
+    "no interval (n = 1)": "with one usable result on a side: no interval (n = 1; more repeats, sweep.repeat, give one)",
+    "no values": "with no usable result on a side (see Not compared)",
+    "no interval (a run did not converge)": "where a run did not converge: no interval (the olympic means only)",
+}

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import re
 import stat
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
+
+from hpml.contract.folders import write_problem
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")
 DEFAULT_INPUT = "3x224x224"
@@ -115,10 +116,13 @@ def check_output(option: str, path: Optional[Path], suffix: Optional[str] = None
                 kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "no regular file"
                 raise ModelStatsError(f"{option} {path}: is {kind}; give a file (without --out the output goes to "
                                       "stdout, which can be piped)")
-            if not os.access(path, os.W_OK):
-                raise ModelStatsError(f"{option} {path}: the file may not be written (permission denied)")
-        elif not os.access(path.parent, os.W_OK | os.X_OK):
-            raise ModelStatsError(f"{option} {path}: folder {path.parent} may not be written in")
+            why = write_problem(path)
+            if why is not None:
+                raise ModelStatsError(f"{option} {path}: the file may not be written ({why[2:] or 'permission denied'})")
+        else:
+            why = write_problem(path.parent)
+            if why is not None:
+                raise ModelStatsError(f"{option} {path}: folder {path.parent} may not be written in{why}")
     except OSError as error:  # a name too long (ENAMETOOLONG), a loop of links, ...
         raise ModelStatsError(f"{option} {_shown(str(path))}: {error.strerror or error}") from None
 
