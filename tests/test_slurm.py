@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HPML, launch_then_damage
+from tests.conftest import HPML, launch_then_damage, seconds_of
 from tests.test_data import write_cifar10
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
+
+SUBMIT_RATIO = 3  # 1,000 points against 10: measured ratio and its reason in docs/results/test-suite-speed.md
 
 SMALL = ["workload.epochs=2", "workload.synthetic_samples=128", "workload.batch_size=32"]
 
@@ -342,15 +344,26 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpm
     assert interrupted["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(warm))
 
 
-@pytest.mark.serial  # times the submission: alone on the machine, in tests/run.sh's last pass
-def test_submitting_1000_points_takes_under_10_s(hpml, tmp_path):
-    hpml("launch", "--cfg", "job")  # caches torchvision's model names, as any earlier launch would have
-    start = time.perf_counter()
-    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", "cluster.partition=short",
-                "resources.time_min=1", "workload.lr=range(1,1001)")
-    elapsed = time.perf_counter() - start
-    manifest = manifest_of(sweep_dir_of(tmp_path))
-    subprocess.run(["scancel", *queued_jobs(manifest)])
-    assert done.returncode == 0, done.stderr
-    assert sum(1 for p in manifest["points"] if p["job_id"]) == 1000
-    assert elapsed < 10, f"{elapsed:.1f} s"
+def test_submitting_1000_points_costs_a_small_multiple_of_submitting_10(hpml_in, tmp_path):
+    """1,000 points are 10 arrays (MaxArraySize=101): timed against 10 points (one array) submitted the same way
+    just before, both `hpml launch` as a user runs it. The bound is a ratio, not seconds (issue 41): a machine
+    that is slow is slow for both; a submission that cost an sbatch, a squeue or a manifest rewrite per point
+    (seconds per hundred points) makes the ratio tens."""
+    hpml_in(tmp_path, "launch", "--cfg", "job")  # caches torchvision's model names, as any earlier launch would have
+
+    def submit(points: int) -> float:
+        folder = tmp_path / str(points)
+        folder.mkdir()
+        done, took = seconds_of(lambda: hpml_in(folder, "launch", "-m", "cluster=slurm", "sweep.wait=false",
+                                                "cluster.partition=short", "resources.time_min=1",
+                                                f"workload.lr=range(1,{points + 1})"))
+        manifest = manifest_of(sweep_dir_of(folder))
+        subprocess.run(["scancel", *queued_jobs(manifest)])
+        assert done.returncode == 0, done.stderr
+        assert sum(1 for p in manifest["points"] if p["job_id"]) == points
+        return took
+
+    ten_s = submit(10)
+    thousand_s = submit(1000)
+    print(f"\n10 points: {ten_s:.2f} s, 1,000 points: {thousand_s:.2f} s, ratio {thousand_s / ten_s:.2f}")
+    assert thousand_s < SUBMIT_RATIO * ten_s, (thousand_s, ten_s)
