@@ -306,8 +306,8 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(tmp
     slow = ["workload.epochs=10", "workload.synthetic_samples=512", "workload.batch_size=32"]
     # The test sends the warning itself, through the scheduler as SLURM does at the limit (scancel --signal=USR2 to
     # the job's steps), once epoch 2 is logged, so that the run is interrupted once whatever the machine's speed.
-    # A 1-minute limit instead made the number of requeues the machine's: on a machine loaded 7-fold (10 s epochs)
-    # each attempt's 30 s before the warning held start-up and one epoch, and 8 requeues ended at epoch 8 of 10.
+    # A 1-minute limit instead made the number of requeues the machine's: on a 2-core machine loaded 7-fold (10 s
+    # epochs, 1.4 s idle) SLURM requeued the job once a minute, and 5 minutes held 2 epochs (the test failed).
     launch = subprocess.Popen(HPML + ["launch", "cluster=slurm", "resources.time_min=30", *slow], cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # The same point, locally and uninterrupted, run meanwhile: the SLURM job spends most of its time queued and
