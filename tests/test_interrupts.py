@@ -9,8 +9,6 @@ import os
 import signal
 import time
 
-import pytest
-
 from tests.conftest import run_hpml
 from tests.sweep_processes import (
     digest,
@@ -23,37 +21,39 @@ from tests.sweep_processes import (
     worker_pids,
 )
 
-# Signals and bounds in seconds: alone on the machine, after tests/run.sh's parallel pass
-pytestmark = pytest.mark.serial
-
-STOP_BOUND_S = 20  # Ctrl-C to exit: torchrun's SIGTERM to its workers, state.json written
-ORPHAN_BOUND_S = 10  # SIGKILL of the group to the last process gone: parent-death signals are immediate
+# No bound in seconds (issue 41): stopping is timed against starting, on the same machine in the same test. Ctrl-C
+# to exit (torchrun's SIGTERM to its workers, state.json written) takes less than the launch took to finish its
+# first point (Python, torch, torchrun, gloo and two epochs); every process gone after a SIGKILL of the group
+# (parent-death signals are immediate) takes less than the launch took to start its worker. A launcher that waited
+# for the running point, or left a process behind, fails on any machine.
 
 
 def test_ctrl_c_stops_the_sweep_in_one_line_and_resume_finishes_exactly_the_rest(tmp_path):
+    started = time.monotonic()
     launch = start_launch(tmp_path, "-m", "experiment=tiny/train", "workload.epochs=2,12,3")  # no two points alike
     try:
-        sweep = wait_for(lambda: sweep_of(tmp_path), 60, "the sweep folder")
-        wait_for(lambda: state(sweep, 0).get("state") == "completed", 120, "point 0 to complete")
-        wait_for(lambda: state(sweep, 1).get("state") == "running" and worker_pids(sweep), 60,
+        sweep = wait_for(lambda: sweep_of(tmp_path), 600, "the sweep folder")
+        wait_for(lambda: state(sweep, 0).get("state") == "completed", 600, "point 0 to complete")
+        first_point_s = time.monotonic() - started
+        wait_for(lambda: state(sweep, 1).get("state") == "running" and worker_pids(sweep), 600,
                  "point 1's worker")
         finished = digest(sweep / "points/0/result.json")
         signalled = time.monotonic()
         os.killpg(launch.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-        out, err = launch.communicate(timeout=STOP_BOUND_S + 30)
+        out, err = launch.communicate(timeout=600)  # a hang; the bound is the ratio below
         took = time.monotonic() - signalled
     finally:
         if launch.poll() is None:
             os.killpg(launch.pid, signal.SIGKILL)
     assert launch.returncode == 130, out + err
-    assert took < STOP_BOUND_S, took
+    assert took < first_point_s, (took, first_point_s)
     assert "Traceback" not in out + err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hpml: interrupted by SIGINT"), err
     assert f"hpml resume {sweep}" in lines[0] and "point(s): 1, 2" in lines[0]
     assert state(sweep, 1)["state"] == "interrupted" and "SIGINT" in state(sweep, 1)["reason"]
     assert not (sweep / "points/2/state.json").exists()  # no further point was started after the signal
-    wait_for(lambda: not processes_of(sweep), ORPHAN_BOUND_S, "the sweep's processes to end")
+    wait_for(lambda: not processes_of(sweep), first_point_s, "the sweep's processes to end (as long as point 0 took)")
 
     status = run_hpml(["status", str(sweep)], cwd=tmp_path)
     assert [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()] == \
@@ -66,25 +66,27 @@ def test_ctrl_c_stops_the_sweep_in_one_line_and_resume_finishes_exactly_the_rest
 
 
 def test_sigkill_of_the_launchers_group_leaves_no_process_and_resume_reruns_the_point(tmp_path):
+    started = time.monotonic()
     launch = start_launch(tmp_path, "experiment=tiny/train", "workload.epochs=8")
     try:
-        sweep = wait_for(lambda: sweep_of(tmp_path) or launch.poll() is not None, 60, "the sweep folder")
-        workers = wait_for(lambda: worker_pids(sweep) or launch.poll() is not None, 120, "the worker")
+        sweep = wait_for(lambda: sweep_of(tmp_path) or launch.poll() is not None, 600, "the sweep folder")
+        workers = wait_for(lambda: worker_pids(sweep) or launch.poll() is not None, 600, "the worker")
+        start_s = time.monotonic() - started
         assert launch.poll() is None, launch.communicate()
         # torchrun starts the worker in a session of its own, so the group's SIGKILL below cannot reach it:
         # only the parent-death signals can end it (checked while it lives: after the kill it may be gone)
         assert os.getsid(workers[0]) != os.getsid(launch.pid)
         os.killpg(launch.pid, signal.SIGKILL)  # a closed terminal, a killed login
-        launch.communicate(timeout=30)
-        wait_for(lambda: not processes_of(sweep), ORPHAN_BOUND_S, "every process of the sweep to end")
+        launch.communicate(timeout=600)
+        wait_for(lambda: not processes_of(sweep), start_s, "every process of the sweep to end (as long as starting)")
     finally:
         for pid in processes_of(sweep_of(tmp_path) or tmp_path / "none"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     assert state(sweep, 0)["state"] == "running"  # nobody could say otherwise: status must see through it
     # (its runner may stay a zombie until init reaps it, hence the short wait)
-    wait_for(lambda: status_rows(tmp_path, sweep) == [["0", "interrupted"]], ORPHAN_BOUND_S,
-             "status to show the point interrupted")
+    wait_for(lambda: status_rows(tmp_path, sweep) == [["0", "interrupted"]], start_s,
+             "status to show the point interrupted (as long as starting)")
     resumed = run_hpml(["resume", str(sweep)], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "hpml: resuming 1 of 1 point(s)" in resumed.stdout

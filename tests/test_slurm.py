@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HPML, launch_then_damage
+from tests.conftest import HPML, launch_then_damage, seconds_of
 from tests.test_data import write_cifar10
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
+
+SUBMIT_RATIO = 3  # 1,000 points against 10: measured ratio and its reason in docs/results/test-suite-speed.md
 
 SMALL = ["workload.epochs=2", "workload.synthetic_samples=128", "workload.batch_size=32"]
 
@@ -297,44 +299,51 @@ def test_cancelled_points_are_resumed_and_finished_results_are_untouched(hpml, t
     assert hpml("resume", str(sweep)).stdout.startswith("hpml: nothing to resume")
 
 
-def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpml, hpml_in, tmp_path):
-    """time_min=1: SLURM signals USR2 before the limit, submitit requeues the point, and the workload
-    continues from its last epoch checkpoint. SLURM holds a requeued job ~2 minutes (BeginTime)."""
+def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(tmp_path):
+    """SLURM's warning before the time limit (USR2, sbatch --signal: tests/test_sbatch_golden.py): submitit requeues
+    the point, and the workload continues from its last epoch checkpoint. SLURM holds a requeued job for the
+    credential lifetime before it starts again (AuthInfo cred_expire: 30 s on the test cluster, tests/slurm/cluster.sh)."""
     slow = ["workload.epochs=10", "workload.synthetic_samples=512", "workload.batch_size=32"]
-    # SIGUSR2 comes 30 s before the 1-minute limit: on a loaded 2-core CI machine an attempt's start-up left
-    # time for 1 to 3 epochs, and 3 requeues (submitit's default) ended at epoch 8 of 10; 8 give the margin.
-    # On an idle machine the 10 epochs (1.4 s each) end before the warning: the test then sends the warning
-    # itself, through the scheduler as SLURM does at the limit (scancel --signal=USR2 to the job's steps), once
-    # epoch 2 is logged, so that the run is interrupted whatever the machine's speed.
-    launch = subprocess.Popen(HPML + ["launch", "cluster=slurm", "resources.time_min=1", "cluster.max_requeues=8",
-                                      *slow], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The test sends the warning itself, through the scheduler as SLURM does at the limit (scancel --signal=USR2 to
+    # the job's steps), once epoch 2 is logged, so that the run is interrupted once whatever the machine's speed.
+    # A 1-minute limit instead made the number of requeues the machine's: on a 2-core machine loaded 7-fold (10 s
+    # epochs, 1.4 s idle) SLURM requeued the job once a minute, and 5 minutes held 2 epochs (the test failed).
+    launch = subprocess.Popen(HPML + ["launch", "cluster=slurm", "resources.time_min=30", *slow], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The same point, locally and uninterrupted, run meanwhile: the SLURM job spends most of its time queued and
+    # held after its requeue (issue 41: the suite's wall time), and the two share no file
+    reference_root = tmp_path / "reference"
+    reference_root.mkdir()
+    reference_err = reference_root / "launch.err"  # a file, not a pipe: nobody reads it until the end
+    with open(reference_err, "w") as err_file:
+        reference_run = subprocess.Popen(HPML + ["launch", *slow], cwd=reference_root, stdout=subprocess.DEVNULL,
+                                         stderr=err_file)
     try:
-        wait_until(lambda: list(tmp_path.glob("sweeps/*/points/0/logs/torchrun.node0.out")), 120, "the point's log")
+        wait_until(lambda: list(tmp_path.glob("sweeps/*/points/0/logs/torchrun.node0.out")), 600, "the point's log")
         sweep = sweep_dir_of(tmp_path)
         log_file = sweep / "points/0/logs/torchrun.node0.out"
-        wait_until(lambda: "epoch 2/10" in log_file.read_text() or launch.poll() is not None, 300, "epoch 2")
-        if "resumed from" not in log_file.read_text():  # not interrupted by the limit yet: warn it now
+        wait_until(lambda: "epoch 2/10" in log_file.read_text() or launch.poll() is not None, 600, "epoch 2")
+        if "resumed from" not in log_file.read_text():  # not interrupted yet: warn it now, as the limit would
             subprocess.run(["scancel", "--signal=USR2", manifest_of(sweep)["points"][0]["job_id"]],
                            capture_output=True)
         out, err = launch.communicate(timeout=1200)
+        reference_run.wait(timeout=1200)
     finally:
-        if launch.poll() is None:
-            launch.kill()
+        for process in (launch, reference_run):
+            if process.poll() is None:
+                process.kill()
     assert launch.returncode == 0, out + err
     log = log_file.read_text()
     assert "resumed from" in log, log  # it really was interrupted and resumed
     interrupted = json.loads((sweep / "points/0/result.json").read_text())
 
-    reference_root = tmp_path / "reference"
-    reference_root.mkdir()
-    reference_run = hpml_in(reference_root, "launch", *slow)  # the same point, locally, uninterrupted
-    assert reference_run.returncode == 0, reference_run.stderr
+    assert reference_run.returncode == 0, reference_err.read_text()
     reference = json.loads(next(reference_root.glob("sweeps/*/points/0/result.json")).read_text())
     for key in ("train_loss", "train_accuracy", "steps_per_epoch", "global_batch"):
         assert interrupted["measurements"][key] == reference["measurements"][key], key
     assert len(interrupted["measurements"]["epoch_time_s"]) == 10
-    # The first epoch of each requeued process is cold (start-up, NCCL, cuDNN) and is not timed. The job may
-    # reach its 1-minute limit more than once (seen in CI: resumed after epochs 1 and 8); the log is appended.
+    # The first epoch of each requeued process is cold (start-up, NCCL, cuDNN) and is not timed. A job may be
+    # requeued more than once (with a 1-minute limit CI saw it resume after epochs 1 and 8); the log is appended.
     resumed_after = [int(epoch) for epoch in re.findall(r"resumed from \S+ after epoch (\d+)", log)]
     m = interrupted["measurements"]
     assert m["cold_epochs"] == sorted({0, *resumed_after})
@@ -342,15 +351,26 @@ def test_a_timed_out_job_is_requeued_and_resumes_to_the_uninterrupted_result(hpm
     assert interrupted["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(warm))
 
 
-@pytest.mark.serial  # times the submission: alone on the machine, in tests/run.sh's last pass
-def test_submitting_1000_points_takes_under_10_s(hpml, tmp_path):
-    hpml("launch", "--cfg", "job")  # caches torchvision's model names, as any earlier launch would have
-    start = time.perf_counter()
-    done = hpml("launch", "-m", "cluster=slurm", "sweep.wait=false", "cluster.partition=short",
-                "resources.time_min=1", "workload.lr=range(1,1001)")
-    elapsed = time.perf_counter() - start
-    manifest = manifest_of(sweep_dir_of(tmp_path))
-    subprocess.run(["scancel", *queued_jobs(manifest)])
-    assert done.returncode == 0, done.stderr
-    assert sum(1 for p in manifest["points"] if p["job_id"]) == 1000
-    assert elapsed < 10, f"{elapsed:.1f} s"
+def test_submitting_1000_points_costs_a_small_multiple_of_submitting_10(hpml_in, tmp_path):
+    """1,000 points are 10 arrays (MaxArraySize=101): timed against 10 points (one array) submitted the same way
+    just before, both `hpml launch` as a user runs it. The bound is a ratio, not seconds (issue 41): a machine
+    that is slow is slow for both; a submission that cost an sbatch, a squeue or a manifest rewrite per point
+    (seconds per hundred points) makes the ratio tens."""
+    hpml_in(tmp_path, "launch", "--cfg", "job")  # caches torchvision's model names, as any earlier launch would have
+
+    def submit(points: int) -> float:
+        folder = tmp_path / str(points)
+        folder.mkdir()
+        done, took = seconds_of(lambda: hpml_in(folder, "launch", "-m", "cluster=slurm", "sweep.wait=false",
+                                                "cluster.partition=short", "resources.time_min=1",
+                                                f"workload.lr=range(1,{points + 1})"))
+        manifest = manifest_of(sweep_dir_of(folder))
+        subprocess.run(["scancel", *queued_jobs(manifest)])
+        assert done.returncode == 0, done.stderr
+        assert sum(1 for p in manifest["points"] if p["job_id"]) == points
+        return took
+
+    ten_s = submit(10)
+    thousand_s = submit(1000)
+    print(f"\n10 points: {ten_s:.2f} s, 1,000 points: {thousand_s:.2f} s, ratio {thousand_s / ten_s:.2f}")
+    assert thousand_s < SUBMIT_RATIO * ten_s, (thousand_s, ten_s)

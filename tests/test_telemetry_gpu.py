@@ -135,8 +135,11 @@ def test_a_phase_ends_when_the_device_gets_there_not_when_the_host_leaves_it(tmp
     phase_s = phase["end_s"] - phase["start_s"]
     print(f"\nqueued spin: the host left the phase after {host_s * 1000:.2f} ms; the spin ran {spin_s:.4f} s by "
           f"CUDA events, the phase lasted {phase_s:.4f} s by its edges; energy {phase['energy_j']} J")
-    assert host_s < 0.1 < 0.5 < spin_s
-    assert abs(phase_s - spin_s) < 0.02
+    # Ratios to the spin, the device's own time (issue 41: no bound in seconds of the host's): the host left the
+    # phase in under half the spin it queued (a phase that waited for the device would last the whole spin), and
+    # the phase's edges, CUDA events, match the spin's to 2 % of it
+    assert 0.5 < spin_s and host_s < spin_s / 2
+    assert abs(phase_s - spin_s) < 0.02 * spin_s
 
 
 def test_cuda_ordinal_0_under_cuda_visible_devices_1_is_nvml_device_1():
