@@ -170,7 +170,7 @@ def test_the_local_wait_ends_when_a_point_ends_not_a_poll_later(tmp_path, monkey
     import time
 
     from hpml.conf.schema import ClusterKind
-    from hpml.launcher import local_runner
+    from hpml.launcher.backends.local import runner as local_runner
     from hpml.launcher.jobspec import JobSpec, ResourceShape
 
     class Job:

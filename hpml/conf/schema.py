@@ -127,7 +127,7 @@ class ClusterConfig:
     # checkpoint (submitit's max_num_timeout; its default 3); then it is failed ("timed-out too many times")
     max_requeues: int = 3
     # Local only: plan as if this machine had this many visible GPUs (a --dry-run of a sweep meant for a GPU
-    # host, checked on a laptop); None counts them (launcher/local_preflight.py).
+    # host, checked on a laptop); None counts them (launcher/backends/local/preflight.py).
     assume_gpus: Optional[int] = None
     # SLURM only (None: the cluster's default). Kept in one schema so a sweep can switch clusters.
     partition: Optional[str] = None
@@ -138,7 +138,7 @@ class ClusterConfig:
     sbatch_extra: Dict[str, str] = field(default_factory=dict)
     setup: List[str] = field(default_factory=list)
     srun_args: List[str] = field(default_factory=list)
-    # SLURM only: the job that runs `hpml report` once every array of a sweep has ended (launcher/report_job.py);
+    # SLURM only: the job that runs `hpml report` once every array of a sweep has ended (launcher/backends/slurm/report_job.py);
     # its partition (None: the sweep's own), time limit and memory
     report_partition: Optional[str] = None
     report_time_min: int = 5

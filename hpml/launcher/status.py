@@ -23,10 +23,10 @@ from hpml.contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_js
 from hpml.contract.result_schema import validate_result
 from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point_number
 from hpml.launcher.backends import backend_of_manifest
+from hpml.launcher.backends.slurm.report_job import report_line
 from hpml.launcher.failure_reason import job_log_reason, memory_limit_kill
 from hpml.launcher.manifest import read_manifest
-from hpml.launcher.report_job import report_line
-from hpml.launcher.scheduler_state import runner_alive
+from hpml.launcher.processes import runner_alive
 
 # Stops that come from outside the work (a signal, the scheduler's time limit): one that lands after the workload
 # wrote its ok result (written whole: a rename) does not undo the finished work (an H100 launch stopped by its
@@ -269,7 +269,7 @@ def status_table(states: List[PointState]) -> str:
 
 def record_accounting(sweep_dir: Path, manifest: Dict, states: List[PointState]) -> None:
     """The scheduler's accounting of the ended points' jobs, kept beside their results (SLURM: sacct's
-    ConsumedEnergy, launcher/slurm_energy.py); asked once per job, by launch when it waits and by status."""
+    ConsumedEnergy, launcher/backends/slurm/energy.py); asked once per job, by launch when it waits and by status."""
     ended = {s.point: s.job_id for s in states if s.state in FINISHED and s.job_id}
     if ended:
         backend_of_manifest(manifest).record_accounting(sweep_dir, manifest, ended)

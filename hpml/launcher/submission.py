@@ -11,11 +11,11 @@ from typing import Dict, Sequence
 
 from hpml.conf.schema import HpmlConfig
 from hpml.launcher.backends import backend_of
+from hpml.launcher.backends.local.runner import SweepInterrupted
+from hpml.launcher.backends.slurm.report_job import REPORT_KEY
 from hpml.launcher.jobspec import JobSpec
-from hpml.launcher.local_runner import SweepInterrupted
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.progress import ProgressPrinter, wait_for_sweep
-from hpml.launcher.report_job import REPORT_KEY
 from hpml.launcher.status import current_states, record_accounting, status_table
 
 

@@ -65,7 +65,7 @@ def run_fields(doc: Mapping[str, Any], last_epoch: Optional[int], tta_s: Optiona
 
 
 def slurm_energy(doc: Mapping[str, Any]) -> Dict[str, Any]:
-    """SLURM's accounting of the point's job, as the launcher kept it beside the result (launcher/slurm_energy.py):
+    """SLURM's accounting of the point's job, as the launcher kept it beside the result (launcher/backends/slurm/energy.py):
     slurm_asked (the file exists: a SLURM sweep whose status was asked after the job ended), slurm_energy_j (sacct's
     ConsumedEnergy, J; None where the cluster records none), slurm_plugin (AcctGatherEnergyType)."""
     path = Path(str(doc.get("path") or "")).parent / SLURM_ENERGY_FILE

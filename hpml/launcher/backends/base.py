@@ -13,7 +13,7 @@ from hpml.launcher.errors import LaunchError
 from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 
-# {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/scheduler_state.py
+# {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/backends/slurm/states.py
 JobStates = Dict[str, Dict[str, str]]
 
 
@@ -32,7 +32,7 @@ class Backend(ABC):
     def submit(self, sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig,
                on_tick: Callable[[], None]) -> None:
         """Runs or queues the points, recording each job id in the manifest as it is known. Raises
-        launcher.local_runner.SweepInterrupted when a signal stops the sweep, LaunchError when the scheduler refuses
+        launcher.backends.local.runner.SweepInterrupted when a signal stops the sweep, LaunchError when the scheduler refuses
         it (the points it did not take stay not_submitted)."""
 
     @abstractmethod

@@ -17,12 +17,12 @@ from typing import Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterConfig
 from hpml.contract.sweep_layout import JOBS_DIR
+from hpml.launcher.backends.slurm.preflight import time_limit_minutes
+from hpml.launcher.backends.slurm.states import squeue_states
+from hpml.launcher.backends.slurm.submit import guarded_setup, outside_of_any_job, sbatch_reason
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.failure_reason import job_log_reason
 from hpml.launcher.manifest import write_manifest
-from hpml.launcher.scheduler_state import squeue_states
-from hpml.launcher.slurm import guarded_setup, outside_of_any_job, sbatch_reason
-from hpml.launcher.slurm_preflight import time_limit_minutes
 
 REPORT_KEY = "report_job"  # the manifest's record of it
 REPORT_OUT = "report"  # <sweep>/report/: what `hpml report` writes by default, too

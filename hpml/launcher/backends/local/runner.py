@@ -1,7 +1,7 @@
 """The local runner: a sweep's points as processes on this machine, through submitit's LocalExecutor.
 
 At most cluster.max_parallel points run at a time (1 by default, so the timings of one point are not
-disturbed by another); the launch waits until all have run. (The SLURM counterpart: launcher/slurm.py.)
+disturbed by another); the launch waits until all have run. (The SLURM counterpart: launcher/backends/slurm/submit.py.)
 
 Interrupts. A Ctrl-C (SIGINT to the terminal's whole process group), a SIGTERM or a SIGHUP stops the sweep:
 no further point starts, each running point's job is told to stop (SIGTERM to its submitit controller, which
