@@ -145,7 +145,8 @@ class ClusterConfig:
     report_mem_gb: int = 2
     # SLURM: array tasks of one job array running at once (sbatch --array=0-99%N); null: cluster.max_parallel
     array_parallelism: Optional[int] = None
-    # SLURM: sweep points run one after another inside one array task (one allocation), for many short points
+    # SLURM: sweep points run one after another inside one array task (one allocation), for many short points;
+    # more than 1 only on a kind whose backend packs points (launcher/backends' check_config, at launch)
     points_per_job: int = 1
     # SLURM: `hpml resume --grow` resubmits a point that ran out of memory or time until it has had this many
     # attempts (the first run included)
@@ -177,8 +178,6 @@ class ClusterConfig:
         require(1 <= self.points_per_job <= MAX_POINTS_PER_JOB, "cluster.points_per_job",
                 f"an integer from 1 to {MAX_POINTS_PER_JOB:,} (sweep points run one after another in one job)",
                 self.points_per_job)
-        require(self.points_per_job == 1 or self.kind == ClusterKind.slurm, "cluster.points_per_job",
-                "1 on cluster=local (its points run in turn already); more only on cluster=slurm", self.points_per_job)
         for rung in self.gpu_ladder:
             require(isinstance(rung, str) and bool(FEATURE_NAME.fullmatch(rung)), "cluster.gpu_ladder",
                     "a list of node feature names (letters, digits, '_', '-', '.'), ordered by GPU memory", rung)

@@ -23,7 +23,6 @@ from hpml.contract.jsonio import RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_js
 from hpml.contract.result_schema import validate_result
 from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point_number
 from hpml.launcher.backends import backend_of_manifest
-from hpml.launcher.backends.slurm.report_job import report_line
 from hpml.launcher.failure_reason import job_log_reason, memory_limit_kill
 from hpml.launcher.manifest import read_manifest
 from hpml.launcher.processes import runner_alive
@@ -279,12 +278,13 @@ def status_command(sweep_dir: Path) -> int:
     """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed), then the
     report job's line where the sweep has one; one scheduler query (job_states) answers for all of them."""
     manifest = read_manifest(sweep_dir)
-    jobs = backend_of_manifest(manifest).job_states(manifest)
+    backend = backend_of_manifest(manifest)
+    jobs = backend.job_states(manifest)
     states = point_states(sweep_dir, jobs, manifest)
     record_accounting(sweep_dir, manifest, states)
     print(progress_line(manifest.get("sweep", Path(sweep_dir).name), states))
     print(status_table(states))
-    report = report_line(manifest, jobs)
+    report = backend.report_line(manifest, jobs)
     if report:
         print(report)
     return 0

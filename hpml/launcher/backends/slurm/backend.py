@@ -15,7 +15,7 @@ from hpml.launcher.backends.slurm import submit as slurm
 from hpml.launcher.backends.slurm.limits import Limit, submit_room
 from hpml.launcher.backends.slurm.preflight import preflight as slurm_preflight
 from hpml.launcher.backends.slurm.preflight import scontrol_records
-from hpml.launcher.backends.slurm.report_job import REPORT_KEY, queue_report_job, report_problems
+from hpml.launcher.backends.slurm.report_job import REPORT_KEY, queue_report_job, report_line, report_problems
 from hpml.launcher.backends.slurm.states import scheduler_states, scheduler_text
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.grow import JobResources
@@ -26,6 +26,7 @@ from hpml.launcher.manifest import write_manifest
 class SlurmBackend(Backend):
     kind = ClusterKind.slurm
     runs_in_this_process = False
+    packs_points = True
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
         problems = slurm_preflight(list(specs))
@@ -56,6 +57,12 @@ class SlurmBackend(Backend):
 
     def queue_report(self, sweep_dir: Path, manifest: Dict, settings: HpmlConfig) -> None:
         queue_report_job(sweep_dir, manifest, settings.cluster)
+
+    def has_report_job(self, manifest: Dict) -> bool:
+        return bool(manifest.get(REPORT_KEY))
+
+    def report_line(self, manifest: Dict, jobs: Optional[JobStates]) -> Optional[str]:
+        return report_line(manifest, jobs)
 
     def job_resources(self, job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
         return slurm_job_resources.job_resources(job_ids, specs)

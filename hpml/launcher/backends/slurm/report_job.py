@@ -112,7 +112,7 @@ def queue_report_job(sweep_dir: Path, manifest: Dict, cluster: ClusterConfig) ->
 def report_problems(cluster: ClusterConfig, partitions: List[Dict[str, str]]) -> List[str]:
     """What would make sbatch refuse the report job, one line each (pure; partitions: `scontrol show partition
     -o` records): a report partition that does not exist, a time limit above its partition's MaxTime. The
-    sweep's own partition is checked with its points (slurm_preflight)."""
+    sweep's own partition is checked with its points (backends/slurm/preflight.py)."""
     names = [p.get("PartitionName", "?") for p in partitions]
     if cluster.report_partition:
         if cluster.report_partition not in names:
