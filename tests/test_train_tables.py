@@ -1,5 +1,5 @@
 """The batch size x devices study's tables against hand-computed values (analysis.train.tables,
-analysis.train.sections, analysis.latex), and `hpml report` writing them as Markdown, CSV, LaTeX and PNG."""
+analysis.train.sections, report_kit.latex), and `hpml report` writing them as Markdown, CSV, LaTeX and PNG."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from hpml.analysis.latex import escape, latex_table
 from hpml.analysis.report import main as report_main
 from hpml.analysis.train import tables as tt
 from hpml.analysis.train.runs import PHASES, train_run
+from hpml.report_kit.latex import escape, latex_table
 from tests.factories import write_result
 from tests.factories.train import study_result
 
@@ -167,7 +167,7 @@ def test_latex_escapes_and_symbols():
 
 def test_latex_escape_by_replacements_equals_the_one_pass_translation():
     """escape() replaces character by character in an order; it must give what one str.translate pass gives."""
-    from hpml.analysis.latex import _TRANSLATION
+    from hpml.report_kit.latex import _TRANSLATION
     alphabet = list("\\&%$#_{}~^±×—≥≤ab1 \x1a\x1f")
     generator = random.Random(0)
     texts = ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 30))) for _ in range(2000)]

@@ -1,5 +1,5 @@
 """busbw against the message size (log2 axis), one line per result (N, impl), the link's per-direction peak
-as a horizontal dotted line; one panel per sweep (the first analysis.figures.MAX_PANELS). Drawing only: the
+as a horizontal dotted line; one panel per sweep (the first report_kit.figures.MAX_PANELS). Drawing only: the
 numbers are analysis.allreduce.tables'.
 """
 
@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import pandas as pd
 
-from hpml.analysis.figures import first_panels, panels, save, worth_drawing
+from hpml.report_kit.figures import first_panels, panels, save, worth_drawing
 
 
 def size_text(nbytes: int) -> str:

@@ -9,9 +9,9 @@ import pandas as pd
 
 from hpml.analysis.batch_aug.plots import drawer
 from hpml.analysis.batch_aug.tables import variant_of
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing
 from hpml.analysis.tta import energy
+from hpml.report_kit.sections import Figure, Section, Table
 
 TABLE = "batch_augmentation"
 ENERGY_TABLE = "batch_augmentation_energy"

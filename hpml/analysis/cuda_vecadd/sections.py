@@ -13,8 +13,8 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 import pandas as pd
 
 from hpml.analysis.cuda_vecadd.plots import time_plot
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import is_missing, natural_key
+from hpml.report_kit.sections import Figure, Section, Table
 
 NOTE = (
     "Each repetition's total = alloc + h2d + kernel + d2h + free (a part the mode lacks counts 0; the host's "

@@ -22,8 +22,8 @@ from hpml.analysis.paleo.tables import (
     label,
     precision_text,
 )
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import natural_key
+from hpml.report_kit.sections import Figure, Section, Table
 
 PALEO_NOTE = (
     "PALEO (Qi, Sparks and Talwalkar, ICLR 2017): a layer's predicted time = FLOPs / (PPP × peak FLOP/s) + "

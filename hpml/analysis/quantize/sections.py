@@ -11,8 +11,8 @@ import pandas as pd
 
 from hpml.analysis.quantize.plots import activations_png, weights_png
 from hpml.analysis.quantize.tables import bar_frame, check_frame, run_frame, scale_frame, stage_frame
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing, natural_key
+from hpml.report_kit.sections import Figure, Section, Table
 
 INTRO = (
     "Post-training quantization to symmetric 8-bit fixed point (docs/studies/quantization.md): s = r / 127 for a "

@@ -12,9 +12,9 @@ from typing import Any, List, Mapping
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import SCALING_MODES_TEXT, efficiency_header, natural_key
 from hpml.analysis.synthetic.plots import throughput_plot
+from hpml.report_kit.sections import Figure, Section, Table
 
 SYNTHETIC_NOTE = (
     "Images/s are timed on the device (CUDA events, or perf_counter on CPU) over the timed iterations "

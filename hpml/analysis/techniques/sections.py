@@ -9,12 +9,12 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 
-from hpml.analysis.sections import MAX_GROUP_TABLES, Figure, Section, Table
 from hpml.analysis.stats import COMMON_VALUES, differing_labels, is_missing, natural_key
 from hpml.analysis.techniques import compare, profile
 from hpml.analysis.techniques.plots import precision_curves, profile_pie
 from hpml.analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, has_profile, telemetry_numbers
 from hpml.analysis.techniques.setting_names import setting_names
+from hpml.report_kit.sections import MAX_GROUP_TABLES, Figure, Section, Table
 
 MAX_PIES = 8  # pie charts per report: one per configuration, the first 8 (the tables cover every one)
 PART_NAMES = {"forward": "forward + loss"}

@@ -10,7 +10,6 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.telemetry.plots import draw_timeline
 from hpml.analysis.telemetry.points import Gathered, PointTelemetry
 from hpml.analysis.telemetry.stats import (
@@ -23,6 +22,7 @@ from hpml.analysis.telemetry.stats import (
     unavailable_reasons,
 )
 from hpml.contract.units import GIB
+from hpml.report_kit.sections import Figure, Section, Table
 
 NA = "n/a"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import List
 
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
 from hpml.analysis.train.checks import training_result_checks
 from hpml.analysis.train.runs import is_train_run, train_run
 from hpml.analysis.train.sections import train_sections
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections", "training_result_checks"]
 

@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Tuple
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import EFFICIENCY_RULES, differing_labels, efficiency_header, is_missing
 from hpml.analysis.train import tables as tt
 from hpml.analysis.train.many import combined_section, many_groups
 from hpml.analysis.train.plots import speedup_png
+from hpml.report_kit.sections import Figure, Section, Table
 
 SCALING_LINES = {
     "weak": "weak scaling (per-device batch fixed, the data set per epoch fixed: N devices share it)",

@@ -8,11 +8,11 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, SPREAD_Z, differing_labels, is_missing, natural_key
 from hpml.analysis.tta import energy
 from hpml.analysis.tta.compare import MIN_CONVERGED
 from hpml.analysis.tta.plots import curves_png, spread_png
+from hpml.report_kit.sections import Figure, Section, Table
 
 TABLE = "tta"
 ENERGY_TABLE = "tta_energy"
@@ -76,7 +76,7 @@ def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
 
 
 MEASURE_NAMES = {"tta_s": ("TTA (evaluation included)", "s"), "epochs": ("epochs to target", "epochs")}
-# ASCII formulas: the headers and the text are also the LaTeX table's header and caption (analysis.latex)
+# ASCII formulas: the headers and the text are also the LaTeX table's header and caption (report_kit.latex)
 COMPARISON_HEADERS = ["data path", "target", "measure", "hardware A", "mean A (n)", "hardware B", "mean B (n)",
                       "difference A - B", "% of the slower", "threshold", "verdict"]
 VERDICTS = {True: "exceeds the spread", False: "within the spread"}

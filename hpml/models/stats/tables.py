@@ -13,11 +13,11 @@ from typing import List, Optional, Sequence
 
 import pandas as pd
 
-from hpml.analysis.latex import latex_table
-from hpml.analysis.sections import Section, Table, report_markdown
 from hpml.models.stats.counting import ModelStats
 from hpml.models.stats.inception import Comparison, Variant
 from hpml.models.stats.receptive_field import Field
+from hpml.report_kit.latex import latex_table
+from hpml.report_kit.sections import Section, Table, report_markdown
 
 FORMATS = ("md", "csv", "tex")
 OUTSIDE_ROW = "(outside leaf modules)"
