@@ -168,11 +168,6 @@ def exceeds_spread(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: 
     return abs(mean_a - mean_b) > difference_threshold(std_a, n_a, std_b, n_b)
 
 
-def is_missing(value: Any) -> bool:
-    """None, pandas' NA or a float NaN: a cell with no number."""
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
-
-
 def _signature(value: Any) -> Tuple[type, Any]:
     """What tells two config values apart, as their canonical JSON would (1, 1.0 and true differ; NaN equals
     NaN; -0.0 is not 0.0), without writing JSON for the plain values: 5,000 configurations cost 1.2 s of it."""

@@ -3,3 +3,4 @@ everywhere in hpml), a GiB 2**30 bytes (memory sizes: a GPU's 80 GiB, /proc/memi
 
 GB = 1e9
 GIB = 2 ** 30
+MS_PER_S = 1e3  # seconds -> milliseconds, as tables show step and kernel times

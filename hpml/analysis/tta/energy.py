@@ -24,11 +24,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import pandas as pd
 
-from hpml.analysis.stats import is_missing, olympic_mean_by_time
+from hpml.analysis.stats import olympic_mean_by_time
 from hpml.analysis.telemetry.to_target import POWER_RULE_MIN_HZ, POWER_RULE_MIN_SAMPLES, result_energy_to_target
 from hpml.analysis.tta.tables import COLUMNS, olympic_status, row, row_groups, spread
 from hpml.contract.jsonio import STATE_LIMIT, DamagedFile, load_json
 from hpml.contract.sweep_layout import SLURM_ENERGY_FILE
+from hpml.report_kit.numbers import is_missing
 from hpml.report_kit.sections import Section, Table
 
 NAN = float("nan")
