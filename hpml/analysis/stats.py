@@ -52,6 +52,16 @@ def pooled(samples: Iterable[Iterable[float]]) -> List[float]:
     return [value for values in samples for value in values]
 
 
+def pool(runs: Iterable[Mapping[str, Any]], key: str) -> List[float]:
+    """The samples each run keeps under `key` (a list per run), as one list in order: pooled, by key."""
+    return pooled(run[key] for run in runs)
+
+
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean (statistics.fmean: math.fsum of the values over their count)."""
+    return statistics.fmean(values)
+
+
 def _sum_of_squares(values: Sequence[float]) -> float:
     """sum((x - mean)^2), both sums with math.fsum (exactly rounded): as accurate as statistics' exact
     fractions to the last printed digit, and 20 times faster over 10,000 results."""

@@ -19,7 +19,6 @@ Definitions (docs/studies/batch-gpu-scaling.md):
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from hpml.analysis.configuration import configuration_group
@@ -100,10 +99,6 @@ def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     return record
 
 
-def pool(runs: List[Dict[str, Any]], key: str) -> List[float]:
-    return [value for run in runs for value in run[key]]
-
-
 def row_identity(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     first = runs[0]
     return {key: first[key] for key in ("sweep", "group_key", "parallel", "scaling", "model", "precision",
@@ -136,7 +131,3 @@ def by_data_path(runs: Iterable[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any
 
 def ok_runs(members: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [r for r in members if r["status"] == "ok"]
-
-
-def mean(values: List[float]) -> float:
-    return statistics.fmean(values)

@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Optional
 import pandas as pd
 
 from hpml.analysis.allreduce.tables import ring_allreduce_time, ring_utilization
-from hpml.analysis.stats import coefficient_of_variation, efficiency, sample_std, speedup
-from hpml.analysis.train.runs import PHASES, by_data_path, by_row, mean, ok_runs, pool, row_identity
+from hpml.analysis.stats import coefficient_of_variation, efficiency, mean, pool, sample_std, speedup
+from hpml.analysis.train.runs import PHASES, by_data_path, by_row, ok_runs, row_identity
 from hpml.contract.collectives import algbw_GBps, bus_factor
 
 LARGE_BATCH_EPOCH = 5  # the study reports the 5th epoch's loss and accuracy (Goyal et al.'s warm-up span)
