@@ -73,7 +73,7 @@ def require_repeats(cfg: object, counts: Sequence[str] = (), epochs: Sequence[st
 
 def require_buffer(key: str, value: int, nbytes: int, what: str) -> None:
     """`value` of `key` makes a buffer of `nbytes` bytes (`what` says which): at most MAX_BUFFER_BYTES."""
-    require(nbytes <= MAX_BUFFER_BYTES, key, f"small enough that {what} stays within {MAX_BUFFER_BYTES >> 30} GiB "
+    require(nbytes <= MAX_BUFFER_BYTES, key, f"small enough that {what} stays within {MAX_BUFFER_BYTES // GIB} GiB "
             f"(now {nbytes / GIB:.3g} GiB)", value)
 
 
@@ -81,7 +81,7 @@ def require_input_batch(batch_size: int, image_size: int) -> None:
     """One input batch, batch_size x 3 x image_size x image_size in float32, within MAX_BUFFER_BYTES."""
     nbytes = batch_size * IMAGE_CHANNELS * image_size ** 2 * FLOAT32_BYTES
     require(nbytes <= MAX_BUFFER_BYTES, f"workload.batch_size x {IMAGE_CHANNELS} x workload.image_size^2 x "
-            f"{FLOAT32_BYTES} bytes", f"at most {MAX_BUFFER_BYTES >> 30} GiB, one float32 input batch (batch_size="
+            f"{FLOAT32_BYTES} bytes", f"at most {MAX_BUFFER_BYTES // GIB} GiB, one float32 input batch (batch_size="
             f"{batch_size}, image_size={image_size}: {nbytes / GIB:.3g} GiB)", nbytes)
 
 

@@ -10,12 +10,13 @@ from typing import List, Tuple
 
 import pandas as pd
 
+from hpml.contract.units import GIB, KIB, MIB
 from hpml.report_kit.figures import first_panels, panels, save, worth_drawing
 
 
 def size_text(nbytes: int) -> str:
     """A message size in the largest binary unit that divides it: 1048576 -> "1 MiB"."""
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, factor in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if nbytes >= factor and nbytes % factor == 0:
             return f"{nbytes // factor} {unit}"
     return f"{nbytes} B"

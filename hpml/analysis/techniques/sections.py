@@ -14,6 +14,7 @@ from hpml.analysis.techniques import compare, profile
 from hpml.analysis.techniques.plots import precision_curves, profile_pie
 from hpml.analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, has_profile, telemetry_numbers
 from hpml.analysis.techniques.setting_names import setting_names
+from hpml.contract.units import MIB
 from hpml.report_kit.numbers import mean_std, number
 from hpml.report_kit.sections import MAX_GROUP_TABLES, Figure, Section, Table
 
@@ -155,8 +156,8 @@ def precision_sections(records: List[Dict[str, Any]]) -> List[Section]:
         body = [[r["precision"], r["runs"], number(r["final_train_loss_mean"], ".4f"),
                  f"{r['nonfinite_loss_runs']}" + (f" ({r['nonfinite_loss_epochs']})" if r["nonfinite_loss_runs"] else ""),
                  mean_std(r["final_top1_mean"], r["final_top1_std"], ".2f", 100), number(r["best_top1_mean"], ".2f", 100),
-                 mean_std(r["epoch_s_mean"], r["epoch_s_std"], ".3f"), number(r["peak_allocated_bytes"], ".0f", 2 ** -20),
-                 number(r["nvml_mem_peak_bytes"], ".0f", 2 ** -20), number(r["power_mean_w"], ".0f"),
+                 mean_std(r["epoch_s_mean"], r["epoch_s_std"], ".3f"), number(r["peak_allocated_bytes"], ".0f", 1 / MIB),
+                 number(r["nvml_mem_peak_bytes"], ".0f", 1 / MIB), number(r["power_mean_w"], ".0f"),
                  number(r["util_gpu_mean"], ".1f"), number(r["sm_activity_mean"], ".1f"),
                  number(r["energy_per_sample_j"], ".3f", 1e3)] for r in frame.to_dict("records")]
         name = f"precision_curves_{index}.png"
@@ -184,7 +185,7 @@ def checkpointing_sections(records: List[Dict[str, Any]]) -> List[Section]:
                    "step without [ms]", "step with [ms]", "extra step", "MiB saved per extra ms",
                    "largest batch without", "largest batch with"]
         body = [[r["per_device_batch"], f"{r['runs_without']} / {r['runs_with']}",
-                 number(r["peak_without_bytes"], ".0f", 2 ** -20), number(r["peak_with_bytes"], ".0f", 2 ** -20),
+                 number(r["peak_without_bytes"], ".0f", 1 / MIB), number(r["peak_with_bytes"], ".0f", 1 / MIB),
                  number(r["memory_saved_fraction"], ".1f", 100, " %"), number(r["step_without_s"], ".2f", 1e3),
                  number(r["step_with_s"], ".2f", 1e3), number(r["step_extra_fraction"], "+.1f", 100, " %"),
                  number(r["mib_saved_per_extra_ms"], ".1f"), number(r["largest_batch_without"], ".0f"),
