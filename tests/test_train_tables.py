@@ -41,9 +41,9 @@ def test_time_table_speedups_efficiency_and_does_not_fit():
     assert list(table["devices"]) == [1, 2, 4]
     assert list(table["fits"]) == [True, True, False]
     assert list(table["oom_runs"]) == [0, 0, 1]
-    assert list(table["total_epoch_mean_s"][:2]) == pytest.approx([4.0, 2.0])
-    assert list(table["total_epoch_std_s"][:2]) == pytest.approx([0.0, math.sqrt(0.5)])
-    assert list(table["train_epoch_mean_s"][:2]) == pytest.approx([3.0, 1.5])
+    assert list(table["epoch_time_mean_s"][:2]) == pytest.approx([4.0, 2.0])
+    assert list(table["epoch_time_std_s"][:2]) == pytest.approx([0.0, math.sqrt(0.5)])
+    assert list(table["train_time_mean_s"][:2]) == pytest.approx([3.0, 1.5])
     assert list(table["speedup"][:2]) == pytest.approx([1.0, 2.0])          # 4 / 2
     assert list(table["train_speedup"][:2]) == pytest.approx([1.0, 2.0])    # 3 / 1.5
     assert list(table["efficiency"][:2]) == pytest.approx([1.0, 0.8])       # step 1.0 / 1.25
@@ -81,8 +81,8 @@ def test_repeats_pool_epochs():
     table = tt.time_table(runs_of(rows_of(study_result(0, total=(9, 4, 4)),
                                              study_result(1, total=(9, 5, 7), repeat=1))))
     assert table["runs"].iloc[0] == 2 and table["n"].iloc[0] == 4
-    assert table["total_epoch_mean_s"].iloc[0] == pytest.approx(5.0)
-    assert table["total_epoch_std_s"].iloc[0] == pytest.approx(math.sqrt(6 / 3))  # [4,4,5,7], ddof=1
+    assert table["epoch_time_mean_s"].iloc[0] == pytest.approx(5.0)
+    assert table["epoch_time_std_s"].iloc[0] == pytest.approx(math.sqrt(6 / 3))  # [4,4,5,7], ddof=1
 
 
 def test_phase_table_means_per_step():

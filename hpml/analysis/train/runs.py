@@ -86,8 +86,8 @@ def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     record.update({
         "steps_per_epoch": m["steps_per_epoch"], "samples_per_epoch": m["samples_per_epoch"],
         "data_placement": data_path_of(m),
-        "epoch_total_s": _timed(m["epoch_time_s"], timed),
-        "epoch_train_s": _timed(m["train_time_s"], timed) if "train_time_s" in m else None,
+        "epoch_time_s": _timed(m["epoch_time_s"], timed),
+        "train_time_s": _timed(m["train_time_s"], timed) if "train_time_s" in m else None,
         "step_s": steps,
         "phase_steps_s": {p: [s for epoch in _timed(phases[p], timed) for s in epoch] for p in PHASES}
         if phases else None,

@@ -91,10 +91,10 @@ def _time_row(r: Dict[str, Any]) -> List[Any]:
     if not r["fits"]:
         return [r["per_device_batch"], r["devices"], shape, r["global_batch"],
                 f"0 ({r['oom_runs']} oom)", "does not fit (out of memory)", "—", "—", "—", "—", "—", "—"]
-    train = ("—" if is_missing(r["train_epoch_mean_s"])
-             else mean_std(r["train_epoch_mean_s"], r["train_epoch_std_s"], ".3f", n=r["n"]))
+    train = ("—" if is_missing(r["train_time_mean_s"])
+             else mean_std(r["train_time_mean_s"], r["train_time_std_s"], ".3f", n=r["n"]))
     return [r["per_device_batch"], r["devices"], shape, r["global_batch"], r["runs"],
-            mean_std(r["total_epoch_mean_s"], r["total_epoch_std_s"], ".3f", n=r["n"]), train,
+            mean_std(r["epoch_time_mean_s"], r["epoch_time_std_s"], ".3f", n=r["n"]), train,
             f"{ms(r['step_mean_s'])} / {ms(r['step_median_s'])} (n={r['step_n']})",
             f"{r['samples_per_s']:.1f}", number(r["speedup"], ".2f"), number(r["train_speedup"], ".2f"),
             number(r["efficiency"] * 100, ".1f") + " %"]
@@ -140,7 +140,7 @@ PHASE_HEADERS = (["data path", "per-device batch", "N", "steps (n)"] + [f"{p} [m
 def _phase_row(r: Dict[str, Any]) -> List[Any]:
     return ([r["data_placement"], r["per_device_batch"], r["devices"], r["step_n"]]
             + [ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
-            + [ms(r["train_step_mean_s"]), f"{r['train_epoch_mean_s']:.3f}", f"{r['total_epoch_mean_s']:.3f}"])
+            + [ms(r["train_step_mean_s"]), f"{r['train_time_mean_s']:.3f}", f"{r['epoch_time_mean_s']:.3f}"])
 
 
 def comm_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
