@@ -40,7 +40,8 @@ def test_nothing_outside_the_backends_branches_on_the_cluster_kind():
     """A kind is named (ClusterKind.local, ClusterKind.slurm) only by its backend and by conf/schema.py's table."""
     allowed = set((REPO / "hpml" / "launcher" / "backends").rglob("*.py"))
     naming = []
-    for folder in ("launcher", "conf", "workloads", "analysis", "evaluation", "dataprep", "contract", "models"):
+    for folder in ("launcher", "conf", "workloads", "analysis", "evaluation", "dataprep", "contract", "models",
+                   "report_kit"):
         for path in (REPO / "hpml" / folder).rglob("*.py"):
             if path in allowed:
                 continue

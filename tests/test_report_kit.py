@@ -83,3 +83,23 @@ def test_three_digits(value, kwargs, text):
 ])
 def test_si(value, unit, text):
     assert si(value, unit) == text
+
+
+def hpml_imports(path: Path) -> set:
+    """The hpml parts a module imports (anywhere in it, a function's lazy import included): {"contract", ...}."""
+    parts = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else \
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        parts |= {name.split(".")[1] for name in names if name.startswith("hpml.")}
+    return parts
+
+
+@pytest.mark.parametrize("part, allowed", [
+    ("report_kit", {"report_kit", "contract"}),  # below every report
+    ("models", {"models", "contract", "report_kit"}),  # below conf, which imports it (issue 42: models imported
+])                                                     # analysis' kit and conf.limits, arrows pointing up)
+def test_the_kit_and_models_import_nothing_above_them(part, allowed):
+    above = {f"{path.relative_to(REPO)}: {sorted(hpml_imports(path) - allowed)}"
+             for path in (REPO / "hpml" / part).rglob("*.py") if hpml_imports(path) - allowed}
+    assert above == set()
