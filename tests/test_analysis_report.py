@@ -34,9 +34,9 @@ def test_report_writes_markdown_and_csv_with_hand_computed_numbers(sweep, capsys
     assert [int(r["devices"]) for r in rows] == [1, 2, 4]
     assert [r["fits"] for r in rows] == ["True", "True", "False"]  # N = 4 ran out of memory
     rows = rows[:2]
-    assert [float(r["total_epoch_mean_s"]) for r in rows] == pytest.approx([4.0, 2.0])
-    assert [float(r["total_epoch_std_s"]) for r in rows] == pytest.approx([0.0, 0.5 ** 0.5])
-    assert [float(r["total_epoch_cv"]) for r in rows] == pytest.approx([0.0, 0.5 ** 0.5 / 2.0])
+    assert [float(r["epoch_time_mean_s"]) for r in rows] == pytest.approx([4.0, 2.0])
+    assert [float(r["epoch_time_std_s"]) for r in rows] == pytest.approx([0.0, 0.5 ** 0.5])
+    assert [float(r["epoch_time_cv"]) for r in rows] == pytest.approx([0.0, 0.5 ** 0.5 / 2.0])
     assert [int(r["n"]) for r in rows] == [2, 2]
     assert [float(r["speedup"]) for r in rows] == pytest.approx([1.0, 2.0])
     assert [float(r["efficiency"]) for r in rows] == pytest.approx([1.0, 0.8])

@@ -130,7 +130,7 @@ def test_a_resumed_run_reports_the_mean_of_its_warm_epochs():
     doc["measurements"]["cold_epochs"] = [0, 2]
     assert validate_result(doc) == []
     from hpml.analysis.train.runs import train_run
-    assert train_run({**doc, "path": "p"})["epoch_total_s"] == [4, 5]  # their mean: (4 + 5) / 2
+    assert train_run({**doc, "path": "p"})["epoch_time_s"] == [4, 5]  # their mean: (4 + 5) / 2
 
 
 def test_round_trip_through_the_workloads_result_writer(tmp_path):

@@ -46,7 +46,7 @@ def test_weak_scaling_speedup_and_step_time_efficiency():
     table = table_of(*WEAK)
     assert list(table["devices"]) == [1, 2, 4]
     assert list(table["baseline_devices"]) == [1, 1, 1]
-    assert list(table["total_epoch_mean_s"]) == pytest.approx([4.0, 2.0, 1.25])
+    assert list(table["epoch_time_mean_s"]) == pytest.approx([4.0, 2.0, 1.25])
     assert list(table["speedup"]) == pytest.approx([1.0, 2.0, 3.2])  # 4/4, 4/2, 4/1.25
     assert list(table["step_mean_s"]) == pytest.approx([1.0, 1.25, 1.25])
     assert list(table["efficiency"]) == pytest.approx([1.0, 0.8, 0.8])  # 1.0/1.0, 1.0/1.25, 1.0/1.25
@@ -56,7 +56,7 @@ def test_weak_scaling_statistics_and_throughput():
     table = table_of(*WEAK)
     assert list(table["n"]) == [2, 2, 2]  # epochs 2 and 3 of one run each
     # sample std (ddof=1): [4, 4] -> 0; [2.5, 1.5] -> sqrt(0.5^2 + 0.5^2) = 0.70711; [1, 1.5] -> 0.35355
-    assert list(table["total_epoch_std_s"]) == pytest.approx([0.0, math.sqrt(0.5), math.sqrt(0.125)])
+    assert list(table["epoch_time_std_s"]) == pytest.approx([0.0, math.sqrt(0.5), math.sqrt(0.125)])
     # 128 samples per epoch at every N (4 x 32 x 1, 2 x 32 x 2, 1 x 32 x 4): 2 x 128 / total timed seconds
     assert list(table["samples_per_s"]) == pytest.approx([256 / 8, 256 / 4, 256 / 2.5])
     assert list(table["per_device_batch"]) == [32, 32, 32]
@@ -131,10 +131,10 @@ def test_repeats_are_pooled_with_their_n_and_sample_std():
     two = row_at(table, 2)
     assert two["runs"] == 2
     assert two["n"] == 4  # [2.5, 1.5, 2.0, 2.0]
-    assert two["total_epoch_mean_s"] == pytest.approx(2.0)
+    assert two["epoch_time_mean_s"] == pytest.approx(2.0)
     # deviations 0.5, -0.5, 0, 0 -> sum of squares 0.5 / (4 - 1) -> sqrt = 0.408248
-    assert two["total_epoch_std_s"] == pytest.approx(math.sqrt(0.5 / 3))
-    assert two["total_epoch_cv"] == pytest.approx(math.sqrt(0.5 / 3) / 2.0)
+    assert two["epoch_time_std_s"] == pytest.approx(math.sqrt(0.5 / 3))
+    assert two["epoch_time_cv"] == pytest.approx(math.sqrt(0.5 / 3) / 2.0)
     assert two["speedup"] == pytest.approx(2.0)
     assert len(table) == 2  # the repeats are one row, not two
 
@@ -162,7 +162,7 @@ def test_only_ok_results_are_tabulated_and_derived_is_ignored():
                          reason="worker exited")
     table = table_of(ok, failed)
     assert list(table["devices"]) == [1]
-    assert table.iloc[0]["total_epoch_mean_s"] == pytest.approx(4.0)
+    assert table.iloc[0]["epoch_time_mean_s"] == pytest.approx(4.0)
 
 
 def test_no_runs_give_an_empty_table_with_the_column_schema():

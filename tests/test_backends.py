@@ -26,18 +26,61 @@ def test_every_cluster_kind_has_one_backend_and_says_where_it_runs():
     assert backend_of_manifest({}).kind == ClusterKind.local  # a manifest from before "cluster" was recorded
 
 
+def table_of_kinds(path: Path, tree: ast.AST) -> set:
+    """The nodes of conf/schema.py's RUNS_ON_THIS_HOST table: the one fact about a kind that conf keeps, because
+    every worker validates its config with conf/ and imports no launcher code."""
+    if path != REPO / "hpml" / "conf" / "schema.py":
+        return set()
+    return {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "RUNS_ON_THIS_HOST" for t in node.targets)
+            for inner in ast.walk(node)}
+
+
 def test_nothing_outside_the_backends_branches_on_the_cluster_kind():
     """A kind is named (ClusterKind.local, ClusterKind.slurm) only by its backend and by conf/schema.py's table."""
-    allowed = {REPO / "hpml" / "conf" / "schema.py"} | set((REPO / "hpml" / "launcher" / "backends").glob("*.py"))
+    allowed = set((REPO / "hpml" / "launcher" / "backends").rglob("*.py"))
     naming = []
-    for folder in ("launcher", "conf", "workloads", "analysis", "evaluation", "dataprep", "contract", "models"):
+    for folder in ("launcher", "conf", "workloads", "analysis", "evaluation", "dataprep", "contract", "models",
+                   "report_kit"):
         for path in (REPO / "hpml" / folder).rglob("*.py"):
             if path in allowed:
                 continue
-            for node in ast.walk(ast.parse(path.read_text())):
+            tree = ast.parse(path.read_text())
+            table = table_of_kinds(path, tree)
+            for node in ast.walk(tree):
+                if id(node) in table:
+                    continue
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                         node.value.id == "ClusterKind" and node.attr in ClusterKind.__members__:
                     naming.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert naming == []
+
+
+def imported_modules(tree: ast.AST) -> list:
+    """Every module an import statement names, `from package import module` included (as package.module)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def test_no_module_outside_the_backends_imports_a_backends_own_code():
+    """Callers go through the seam (launcher.backends: the registry, the Backend interface); a backend's folder
+    (launcher/backends/<kind>/) is imported only from inside launcher/backends/, as submitit's executors are."""
+    backends = REPO / "hpml" / "launcher" / "backends"
+    folders = sorted(p.name for p in backends.iterdir() if (p / "__init__.py").is_file())
+    assert folders == sorted(kind.value for kind in ClusterKind)  # each kind's code in one folder
+    own = tuple(f"hpml.launcher.backends.{folder}" for folder in folders)
+    naming = []
+    for path in (REPO / "hpml").rglob("*.py"):
+        if backends in path.parents:
+            continue
+        for module in imported_modules(ast.parse(path.read_text())):
+            if module in own or module.startswith(tuple(f"{name}." for name in own)):
+                naming.append(f"{path.relative_to(REPO)}: {module}")
     assert naming == []
 
 

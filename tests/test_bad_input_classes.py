@@ -14,10 +14,10 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from hpml.conf.limits import MAX_BUFFER_BYTES
 from hpml.conf.resources import MAX_GPUS_PER_NODE, MAX_MEM_GB
 from hpml.conf.schema import MAX_PARALLEL, MAX_SEED, HpmlConfig, config_from_dict
 from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.contract.limits import MAX_BUFFER_BYTES
 from hpml.launcher.cli import main
 from hpml.launcher.errors import one_line
 

@@ -307,14 +307,14 @@ def test_committed_two_gpu_point_counts_both_gpus_once(committed_sweeps, tmp_pat
     ("", {}),
 ])
 def test_sacct_consumed_energy_is_read_from_each_jobs_own_line(text, expected):
-    from hpml.launcher.slurm_energy import parse_consumed_energy
+    from hpml.launcher.backends.slurm.energy import parse_consumed_energy
 
     assert parse_consumed_energy(text) == expected
 
 
 def test_the_launcher_keeps_sacct_energy_beside_each_ended_point(tmp_path):
     from hpml.contract.sweep_layout import SLURM_ENERGY_FILE, SLURM_ENERGY_KEYS
-    from hpml.launcher.slurm_energy import not_recorded, record
+    from hpml.launcher.backends.slurm.energy import not_recorded, record
 
     written = record(tmp_path, {0: "429", 1: "430_2", 2: "431"}, "acct_gather_energy/gpu",
                      "429|123456\n429.batch|1\n430_2|\n")

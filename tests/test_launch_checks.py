@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpml.launcher.local_preflight import PER_CORE, machine_cores, visible_gpus
+from hpml.launcher.backends.local.preflight import PER_CORE, machine_cores, visible_gpus
 from tests.conftest import run_hpml
 
 CORES = machine_cores()

@@ -1,4 +1,4 @@
-"""Sizes that decide how much memory a workload allocates have upper bounds (conf/limits.py): a typo such as 1e12
+"""Sizes that decide how much memory a workload allocates have upper bounds (contract/limits.py): a typo such as 1e12
 classes or a 1 TiB message is one line naming the key at compose time, not an out-of-memory failure minutes into a
 sweep that was already written (allreduce's max_bytes=2**40 ran 97 s on a 2-core VM before it failed)."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hpml.conf.limits import MAX_BUFFER_BYTES, MAX_CLASSES
 from hpml.conf.schema import config_from_dict
+from hpml.contract.limits import MAX_BUFFER_BYTES, MAX_CLASSES
 from hpml.launcher.errors import one_line
 
 TIB = 2 ** 40

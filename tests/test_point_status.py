@@ -15,8 +15,8 @@ import pytest
 from hpml.launcher.backends.local import LocalBackend
 from hpml.launcher.failure_reason import died_before_start, job_log_reason
 from hpml.launcher.manifest import read_manifest
+from hpml.launcher.processes import process_alive
 from hpml.launcher.progress import ProgressPrinter
-from hpml.launcher.scheduler_state import process_alive
 from hpml.launcher.status import (
     RUNNER_GONE,
     PointState,
@@ -213,7 +213,7 @@ def test_an_exited_but_unreaped_process_is_not_alive():
     import subprocess
     import time
 
-    from hpml.launcher.scheduler_state import is_zombie, process_alive
+    from hpml.launcher.processes import is_zombie, process_alive
 
     child = subprocess.Popen(["true"])
     for _ in range(200):  # wait until it has exited (it stays a zombie: nobody has waited for it yet)

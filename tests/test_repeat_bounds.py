@@ -1,5 +1,5 @@
 """How often a workload repeats its work (iterations, repetitions, warm-ups, rounds, steps, epochs) has an upper
-bound (conf/limits.py): before, nothing but the job's time limit ended a typo such as 1e9 iterations, with the
+bound (contract/limits.py): before, nothing but the job's time limit ended a typo such as 1e9 iterations, with the
 sweep written and the GPUs held. Every repeat count of every workload schema is bounded; the scan below keeps a new
 one from being added without its bound."""
 
@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from hpml.conf.limits import MAX_EPOCHS, MAX_REPEATS
 from hpml.conf.schema import config_from_dict
 from hpml.conf.workload import WORKLOAD_SCHEMAS
+from hpml.contract.limits import MAX_EPOCHS, MAX_REPEATS
 from hpml.launcher.errors import one_line
 
 REPEATS = {
@@ -61,5 +61,5 @@ def test_every_integer_field_named_like_a_repeat_count_is_bounded_or_said_to_be_
             if field.type in ("int", int) and REPEAT_NAME.search(field.name) and (name, field.name) not in bounded \
                     and (name, field.name) not in NOT_REPEATS:
                 unbounded.append(f"{name}.{field.name}")
-    assert not unbounded, f"repeat counts without a bound in conf/limits.py: {unbounded}"
+    assert not unbounded, f"repeat counts without a bound in contract/limits.py: {unbounded}"
     assert bounded.isdisjoint(NOT_REPEATS)

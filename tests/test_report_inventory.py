@@ -236,7 +236,7 @@ def test_a_point_folder_in_a_link_loop_or_unreadable_is_one_line(tmp_path):
 
 
 def test_a_figure_a_damaged_value_breaks_is_one_line_and_the_others_are_drawn(tmp_path, capsys):
-    from hpml.analysis.sections import Figure, Section, draw_figures
+    from hpml.report_kit.sections import Figure, Section, draw_figures
 
     def breaks(path):
         raise ValueError("cannot convert float NaN to integer")  # what int(NA) raised in the data-loader figure

@@ -1,4 +1,4 @@
-"""The report job's sbatch command line, script and preflight lines (launcher/report_job.py), on literal inputs;
+"""The report job's sbatch command line, script and preflight lines (launcher/backends/slurm/report_job.py), on literal inputs;
 its behaviour on the real cluster is tests/test_slurm_unattended.py's."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpml.conf.schema import ClusterConfig, ClusterKind
-from hpml.launcher.report_job import report_line, report_problems, sbatch_arguments, script_text
+from hpml.launcher.backends.slurm.report_job import report_line, report_problems, sbatch_arguments, script_text
 
 PARTITIONS = [{"PartitionName": "debug", "Default": "YES", "MaxTime": "01:00:00"},
               {"PartitionName": "short", "Default": "NO", "MaxTime": "00:05:00"}]

@@ -14,12 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hpml.analysis import figures
 from hpml.analysis.report import build_report, write_report
-from hpml.analysis.sections import MAX_FIGURES_PER_KIND, Figure, Section, Table, cap_figures
 from hpml.analysis.train.many import MAX_GROUP_TABLES
 from hpml.analysis.train.runs import train_run
 from hpml.analysis.write_aside import TableQueue, WriteAsideError, write_aside, write_sections_aside
+from hpml.report_kit import figures
+from hpml.report_kit.sections import MAX_FIGURES_PER_KIND, Figure, Section, Table, cap_figures
 from tests.factories import write_manifest, write_result
 from tests.factories.train import study_result
 

@@ -2,7 +2,7 @@
 
 The text is rendered the way submitit's SlurmExecutor renders it (`_make_submission_file_text` calls
 `_make_sbatch_string(command, folder, **executor.parameters)`, with `map_count` set for an array), from
-launcher.slurm's executor_parameters and jobs_folder; submitit's own tests render it the same way, which
+launcher.backends.slurm.submit's executor_parameters and jobs_folder; submitit's own tests render it the same way, which
 needs no SLURM (where srun is installed, a real SlurmExecutor is checked to render the same text). Paths
 are fixed (/sweeps/golden, `python`), so the text does not depend on the machine.
 
@@ -22,9 +22,9 @@ import submitit
 from submitit.slurm.slurm import _make_sbatch_string
 
 from hpml.conf.schema import ClusterKind
+from hpml.launcher.backends.slurm.submit import SIGNAL_DELAY_S, executor_parameters, jobs_folder
 from hpml.launcher.child_python import python_shell
 from hpml.launcher.jobspec import ResourceShape
-from hpml.launcher.slurm import SIGNAL_DELAY_S, executor_parameters, jobs_folder
 
 GOLDEN = Path(__file__).parent / "golden"
 SWEEP = Path("/sweeps/golden")
@@ -88,7 +88,7 @@ def test_the_array_script_asks_for_what_the_shape_needs():
 
 @pytest.mark.skipif(shutil.which("srun") is None, reason="submitit's SlurmExecutor refuses to exist without srun")
 def test_submitits_executor_renders_the_same_text():
-    """What the rendering above stands for: the text of a real SlurmExecutor set up as launcher.slurm does
+    """What the rendering above stands for: the text of a real SlurmExecutor set up as launcher.backends.slurm.submit does
     (an array: the copy submitit makes with map_count set)."""
     executor = submitit.SlurmExecutor(folder=str(jobs_folder(SWEEP)), python=python_shell("python"))
     executor.update_parameters(**executor_parameters(FULL, 2))

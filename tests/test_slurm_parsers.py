@@ -1,23 +1,29 @@
 """SLURM's text formats, parsed without SLURM: literal scheduler output in, values out (as submitit's own
-tests do). sacct/squeue (launcher.scheduler_state), scontrol's records, GRES and time limits, and the
-resource-shape checks of the SLURM preflight (launcher.slurm_preflight). Milliseconds, no root, no cluster."""
+tests do). sacct/squeue (launcher.backends.slurm.states), scontrol's records, GRES and time limits, and the
+resource-shape checks of the SLURM preflight (launcher.backends.slurm.preflight). Milliseconds, no root, no cluster."""
 
 from __future__ import annotations
 
 import pytest
 
 from hpml.conf.schema import ClusterKind
-from hpml.launcher.jobspec import JobSpec, ResourceShape
-from hpml.launcher.scheduler_state import expand_array_id, parse_sacct, parse_squeue, point_state_of
-from hpml.launcher.slurm import DEFAULT_MAX_ARRAY_SIZE, max_array_size, parse_key_values
-from hpml.launcher.slurm_preflight import (
+from hpml.launcher.backends.slurm.preflight import (
     gres_gpus,
     parse_scontrol_records,
     preflight,
     shape_problems,
     time_limit_minutes,
 )
-from hpml.launcher.slurm_requests import Gres, constraint_features, gpu_request, parse_gres, satisfies_constraint
+from hpml.launcher.backends.slurm.requests import (
+    Gres,
+    constraint_features,
+    gpu_request,
+    parse_gres,
+    satisfies_constraint,
+)
+from hpml.launcher.backends.slurm.states import expand_array_id, parse_sacct, parse_squeue, point_state_of
+from hpml.launcher.backends.slurm.submit import DEFAULT_MAX_ARRAY_SIZE, max_array_size, parse_key_values
+from hpml.launcher.jobspec import JobSpec, ResourceShape
 
 # --- sacct and squeue -------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Issue 35's pure rules, on literal values: --grow's doubling and its stops (launcher/grow.py), sacct's ReqMem and
-a partition's limits (launcher/slurm_job_resources.py), the submit limits of sacctmgr's text
-(launcher/slurm_limits.py), packing points into array tasks (launcher/slurm.py), and bad values of the new
+a partition's limits (launcher/backends/slurm/job_resources.py), the submit limits of sacctmgr's text
+(launcher/backends/slurm/limits.py), packing points into array tasks (launcher/backends/slurm/submit.py), and bad values of the new
 cluster keys refused in one line before anything is written. The same behaviours on the real cluster:
 tests/test_slurm_sweeps.py."""
 
@@ -9,12 +9,19 @@ from __future__ import annotations
 import pytest
 
 from hpml.conf.schema import ClusterKind
+from hpml.launcher.backends.slurm.job_resources import features_of, parse_req_mem, parse_sacct_jobs, partition_limits
+from hpml.launcher.backends.slurm.limits import (
+    ASSOC_FIELDS,
+    QOS_FIELDS,
+    limits_of,
+    parse_queue,
+    parse_records,
+    tightest,
+)
+from hpml.launcher.backends.slurm.preflight import expand_nodelist
+from hpml.launcher.backends.slurm.submit import job_count, job_units
 from hpml.launcher.grow import Growth, JobResources, growth
 from hpml.launcher.jobspec import JobSpec, ResourceShape
-from hpml.launcher.slurm import job_count, job_units
-from hpml.launcher.slurm_job_resources import features_of, parse_req_mem, parse_sacct_jobs, partition_limits
-from hpml.launcher.slurm_limits import ASSOC_FIELDS, QOS_FIELDS, limits_of, parse_queue, parse_records, tightest
-from hpml.launcher.slurm_preflight import expand_nodelist
 
 ROOMY = JobResources(mem_mb=None, time_min=None, max_mem_mb=4000, max_time_min=60)
 

@@ -137,7 +137,7 @@ def test_a_report_partition_the_cluster_cannot_take_is_one_line_before_anything_
 
 
 def test_states_come_from_one_squeue_and_one_sacct_only_for_jobs_that_left_the_queue(tmp_path, monkeypatch):
-    from hpml.launcher.scheduler_state import scheduler_states
+    from hpml.launcher.backends.slurm.states import scheduler_states
 
     log = tmp_path / "calls.log"
     monkeypatch.setenv("PATH", counting_path(tmp_path / "bin", log))

@@ -3,8 +3,8 @@ tasks answered by their array's own record. The calls against the real cluster: 
 
 from __future__ import annotations
 
+from hpml.launcher.backends.slurm.states import fill_from_array_records, parse_squeue
 from hpml.launcher.progress import PollBackoff
-from hpml.launcher.scheduler_state import fill_from_array_records, parse_squeue
 
 
 def test_the_pause_doubles_while_nothing_changes_up_to_its_cap_and_restarts_on_a_change():

@@ -1,5 +1,5 @@
 """The batch size x devices study's tables against hand-computed values (analysis.train.tables,
-analysis.train.sections, analysis.latex), and `hpml report` writing them as Markdown, CSV, LaTeX and PNG."""
+analysis.train.sections, report_kit.latex), and `hpml report` writing them as Markdown, CSV, LaTeX and PNG."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from hpml.analysis.latex import escape, latex_table
 from hpml.analysis.report import main as report_main
 from hpml.analysis.train import tables as tt
 from hpml.analysis.train.runs import PHASES, train_run
+from hpml.report_kit.latex import escape, latex_table
 from tests.factories import write_result
 from tests.factories.train import study_result
 
@@ -41,9 +41,9 @@ def test_time_table_speedups_efficiency_and_does_not_fit():
     assert list(table["devices"]) == [1, 2, 4]
     assert list(table["fits"]) == [True, True, False]
     assert list(table["oom_runs"]) == [0, 0, 1]
-    assert list(table["total_epoch_mean_s"][:2]) == pytest.approx([4.0, 2.0])
-    assert list(table["total_epoch_std_s"][:2]) == pytest.approx([0.0, math.sqrt(0.5)])
-    assert list(table["train_epoch_mean_s"][:2]) == pytest.approx([3.0, 1.5])
+    assert list(table["epoch_time_mean_s"][:2]) == pytest.approx([4.0, 2.0])
+    assert list(table["epoch_time_std_s"][:2]) == pytest.approx([0.0, math.sqrt(0.5)])
+    assert list(table["train_time_mean_s"][:2]) == pytest.approx([3.0, 1.5])
     assert list(table["speedup"][:2]) == pytest.approx([1.0, 2.0])          # 4 / 2
     assert list(table["train_speedup"][:2]) == pytest.approx([1.0, 2.0])    # 3 / 1.5
     assert list(table["efficiency"][:2]) == pytest.approx([1.0, 0.8])       # step 1.0 / 1.25
@@ -81,8 +81,8 @@ def test_repeats_pool_epochs():
     table = tt.time_table(runs_of(rows_of(study_result(0, total=(9, 4, 4)),
                                              study_result(1, total=(9, 5, 7), repeat=1))))
     assert table["runs"].iloc[0] == 2 and table["n"].iloc[0] == 4
-    assert table["total_epoch_mean_s"].iloc[0] == pytest.approx(5.0)
-    assert table["total_epoch_std_s"].iloc[0] == pytest.approx(math.sqrt(6 / 3))  # [4,4,5,7], ddof=1
+    assert table["epoch_time_mean_s"].iloc[0] == pytest.approx(5.0)
+    assert table["epoch_time_std_s"].iloc[0] == pytest.approx(math.sqrt(6 / 3))  # [4,4,5,7], ddof=1
 
 
 def test_phase_table_means_per_step():
@@ -167,7 +167,7 @@ def test_latex_escapes_and_symbols():
 
 def test_latex_escape_by_replacements_equals_the_one_pass_translation():
     """escape() replaces character by character in an order; it must give what one str.translate pass gives."""
-    from hpml.analysis.latex import _TRANSLATION
+    from hpml.report_kit.latex import _TRANSLATION
     alphabet = list("\\&%$#_{}~^±×—≥≤ab1 \x1a\x1f")
     generator = random.Random(0)
     texts = ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 30))) for _ in range(2000)]

@@ -31,8 +31,8 @@ from hpml.analysis import (
     tta,
 )
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
 from hpml.contract.result_schema import ResultCheck
+from hpml.report_kit.sections import Section
 
 ReportPart = Callable[[WorkloadResults], List[Section]]
 

@@ -31,10 +31,10 @@ from hpml.analysis.results import (
     load_results,
     where,
 )
-from hpml.analysis.sections import Section, cap_figures, report_markdown
 from hpml.analysis.write_aside import write_sections_aside
 from hpml.contract.cli_args import OneLineParser, folder_argument
 from hpml.contract.folders import output_folder_error
+from hpml.report_kit.sections import Section, cap_figures, report_markdown
 
 REPORT_MD = "report.md"
 KEPT: List["Report"] = []  # the last report main made (see main)

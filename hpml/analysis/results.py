@@ -30,6 +30,7 @@ from hpml.analysis.inventory import Inventory, path_order, take_inventory
 from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
 from hpml.contract.result_schema import ResultCheck, validate_result
 from hpml.contract.sweep_layout import POINTS_DIR, RESULT_FILE, STATE_FILE, point_dir
+from hpml.report_kit.sections import MALFORMED
 
 
 @dataclass(frozen=True)
@@ -230,9 +231,6 @@ def where(doc: Mapping[str, Any]) -> str:
     return doc.get("path") or f"{doc['identity']['sweep']} point {doc['identity']['point']}"
 
 
-# What reading a result's measurements raises when one is missing, of the wrong type or out of range (a damaged
-# or hand-edited result.json): the result is left out with the error, the report goes on
-MALFORMED = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError)
 
 
 @dataclass

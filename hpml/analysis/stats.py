@@ -52,6 +52,16 @@ def pooled(samples: Iterable[Iterable[float]]) -> List[float]:
     return [value for values in samples for value in values]
 
 
+def pool(runs: Iterable[Mapping[str, Any]], key: str) -> List[float]:
+    """The samples each run keeps under `key` (a list per run), as one list in order: pooled, by key."""
+    return pooled(run[key] for run in runs)
+
+
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean (statistics.fmean: math.fsum of the values over their count)."""
+    return statistics.fmean(values)
+
+
 def _sum_of_squares(values: Sequence[float]) -> float:
     """sum((x - mean)^2), both sums with math.fsum (exactly rounded): as accurate as statistics' exact
     fractions to the last printed digit, and 20 times faster over 10,000 results."""
@@ -166,11 +176,6 @@ def exceeds_spread(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: 
     |mean_a - mean_b| > 2 * sqrt(s_a^2/n_a + s_b^2/n_b) (difference_threshold), i.e. when an approximate 95 %
     interval of the difference excludes 0. Equal to the threshold does not exceed it."""
     return abs(mean_a - mean_b) > difference_threshold(std_a, n_a, std_b, n_b)
-
-
-def is_missing(value: Any) -> bool:
-    """None, pandas' NA or a float NaN: a cell with no number."""
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
 
 
 def _signature(value: Any) -> Tuple[type, Any]:

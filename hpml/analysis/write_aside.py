@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from hpml.analysis.sections import Section, draw_figures, table_cells, write_tables
+from hpml.report_kit.sections import Section, draw_figures, table_cells, write_tables
 
 # The child's last words on the pipe once everything is written. Its exit itself, which unmaps the copy of the
 # report's memory (~0.15 s after a 10,000-result report), need not be waited for.

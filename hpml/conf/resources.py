@@ -36,7 +36,7 @@ class ResourcesConfig:
     def __post_init__(self) -> None:
         # Upper bounds far above any real machine: they catch typos (a million GPUs) in one line on every
         # cluster, before a scheduler or the OS does in many. The local cluster's tighter bounds (this
-        # machine's cores and GPUs) are in launcher/local_preflight.py; SLURM's in launcher/slurm_preflight.py.
+        # machine's cores and GPUs) are in launcher/backends/local/preflight.py; SLURM's in launcher/backends/slurm/preflight.py.
         for key, low, high in (("nodes", 1, MAX_NODES), ("workers_per_node", 1, MAX_PER_NODE),
                                ("gpus_per_node", 0, MAX_GPUS_PER_NODE), ("cpus_per_worker", 1, MAX_PER_NODE)):
             value = getattr(self, key)

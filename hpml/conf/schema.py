@@ -127,7 +127,7 @@ class ClusterConfig:
     # checkpoint (submitit's max_num_timeout; its default 3); then it is failed ("timed-out too many times")
     max_requeues: int = 3
     # Local only: plan as if this machine had this many visible GPUs (a --dry-run of a sweep meant for a GPU
-    # host, checked on a laptop); None counts them (launcher/local_preflight.py).
+    # host, checked on a laptop); None counts them (launcher/backends/local/preflight.py).
     assume_gpus: Optional[int] = None
     # SLURM only (None: the cluster's default). Kept in one schema so a sweep can switch clusters.
     partition: Optional[str] = None
@@ -138,14 +138,15 @@ class ClusterConfig:
     sbatch_extra: Dict[str, str] = field(default_factory=dict)
     setup: List[str] = field(default_factory=list)
     srun_args: List[str] = field(default_factory=list)
-    # SLURM only: the job that runs `hpml report` once every array of a sweep has ended (launcher/report_job.py);
+    # SLURM only: the job that runs `hpml report` once every array of a sweep has ended (launcher/backends/slurm/report_job.py);
     # its partition (None: the sweep's own), time limit and memory
     report_partition: Optional[str] = None
     report_time_min: int = 5
     report_mem_gb: int = 2
     # SLURM: array tasks of one job array running at once (sbatch --array=0-99%N); null: cluster.max_parallel
     array_parallelism: Optional[int] = None
-    # SLURM: sweep points run one after another inside one array task (one allocation), for many short points
+    # SLURM: sweep points run one after another inside one array task (one allocation), for many short points;
+    # more than 1 only on a kind whose backend packs points (launcher/backends' check_config, at launch)
     points_per_job: int = 1
     # SLURM: `hpml resume --grow` resubmits a point that ran out of memory or time until it has had this many
     # attempts (the first run included)
@@ -177,8 +178,6 @@ class ClusterConfig:
         require(1 <= self.points_per_job <= MAX_POINTS_PER_JOB, "cluster.points_per_job",
                 f"an integer from 1 to {MAX_POINTS_PER_JOB:,} (sweep points run one after another in one job)",
                 self.points_per_job)
-        require(self.points_per_job == 1 or self.kind == ClusterKind.slurm, "cluster.points_per_job",
-                "1 on cluster=local (its points run in turn already); more only on cluster=slurm", self.points_per_job)
         for rung in self.gpu_ladder:
             require(isinstance(rung, str) and bool(FEATURE_NAME.fullmatch(rung)), "cluster.gpu_ladder",
                     "a list of node feature names (letters, digits, '_', '-', '.'), ordered by GPU memory", rung)

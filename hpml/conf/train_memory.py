@@ -2,7 +2,7 @@
 
 Why: a batch and image size far beyond the device (workload.batch_size=8192 at image_size=512) passed every
 compose-time check and failed in the worker with CUDA out of memory, or the host's OOM killer on a CPU, after the
-sweep folder was written. conf/limits.py bounds single buffers at 64 GiB; this bounds the whole step by the
+sweep folder was written. contract/limits.py bounds single buffers at 64 GiB; this bounds the whole step by the
 memory of the device it will run on.
 
 What is counted, per worker and device (DataParallel: its first device, which holds the optimizer), in bytes:

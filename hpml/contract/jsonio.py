@@ -19,14 +19,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-MiB = 1024 * 1024
+from hpml.contract.units import MIB
+
 # result.json holds per-epoch and per-step arrays (a long training run, or an all-reduce sweep of many sizes
 # and iterations, writes tens of MB); 256 MiB is far above any result hpml writes, yet bounds the memory one
 # damaged file can take.
-RESULT_LIMIT = 256 * MiB
+RESULT_LIMIT = 256 * MIB
 # state.json is a few hundred bytes; manifest.json about 300 bytes per point (100,000 points: 30 MB).
-STATE_LIMIT = 1 * MiB
-MANIFEST_LIMIT = 64 * MiB
+STATE_LIMIT = 1 * MIB
+MANIFEST_LIMIT = 64 * MIB
 
 
 class DamagedFile(ValueError):
@@ -104,14 +105,14 @@ def read_bytes_bounded(path: str | Path, limit: int) -> bytes:
         info = os.fstat(fd)
         _refuse_if_not_regular(path, info.st_mode)
         if info.st_size > limit:
-            raise DamagedFile(f"{info.st_size} bytes, over the {limit // MiB} MiB limit for this file; refused")
+            raise DamagedFile(f"{info.st_size} bytes, over the {limit // MIB} MiB limit for this file; refused")
         data = _read_up_to(fd, limit, info.st_size)
     except OSError as error:
         raise DamagedFile(f"unreadable: {error.strerror or error}") from None
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise DamagedFile(f"over the {limit // MiB} MiB limit for this file; refused")
+        raise DamagedFile(f"over the {limit // MIB} MiB limit for this file; refused")
     return data
 
 

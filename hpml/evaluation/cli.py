@@ -17,7 +17,6 @@ from typing import List, Sequence, Tuple
 
 import torch
 
-from hpml.analysis.sections import report_markdown, write_sections
 from hpml.contract.cli_args import OneLineParser, folder_argument
 from hpml.contract.files import one_line
 from hpml.contract.folders import output_folder_error
@@ -25,6 +24,7 @@ from hpml.evaluation.accuracy import batch_size, evaluation_device, score
 from hpml.evaluation.images import ImageFolderError, check_names, class_folders, dataset
 from hpml.evaluation.report import Evaluated, sections
 from hpml.models.saved import SavedModelError, find_saved_models, load_saved, rebuild
+from hpml.report_kit.sections import report_markdown, write_sections
 
 REPORT_MD = "evaluate.md"
 

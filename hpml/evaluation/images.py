@@ -32,8 +32,8 @@ from typing import Dict, List, Sequence, Set, Tuple
 
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
-from hpml.conf.limits import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE  # noqa: F401 - the image sizes evaluation resizes to
 from hpml.contract.files import NotReadable, one_line, open_regular
+from hpml.contract.limits import MAX_IMAGE_SIZE, MIN_IMAGE_SIZE  # noqa: F401 - the image sizes evaluation resizes to
 
 MAX_PIXELS = 8192 * 8192  # 67 Mpx: a large camera photo fits; a 14000 x 14000 image does not
 MAX_ASPECT = MAX_PIXELS // MAX_IMAGE_SIZE ** 2  # 64: the resized image stays within MAX_PIXELS

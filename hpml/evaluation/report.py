@@ -1,4 +1,4 @@
-"""The evaluate report: one row per model, mean ± std per hardware group, as analysis.sections Sections.
+"""The evaluate report: one row per model, mean ± std per hardware group, as report_kit.sections Sections.
 
 Top-1 = correct / images, each model on every image of the folder. Per hardware (the GPU model the run trained
 on, as the saved model records it): the mean of its models' top-1 and their sample std (ddof=1, analysis.stats;
@@ -17,11 +17,11 @@ from typing import List, Sequence, Tuple
 
 import pandas as pd
 
-from hpml.analysis.sections import Section, Table
 from hpml.analysis.stats import SAMPLE_DDOF, natural_key, sample_std
 from hpml.evaluation.accuracy import Score
 from hpml.evaluation.images import ClassFolders
 from hpml.models.saved import SavedModel, describe
+from hpml.report_kit.sections import Section, Table
 
 MODELS_TABLE = "evaluate"
 HARDWARE_TABLE = "evaluate_hardware"

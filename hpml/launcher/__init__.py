@@ -7,9 +7,10 @@ The launcher never imports a workload: it starts one by its module name (workloa
     resume.py           hpml resume: rerun the points that did not complete
     status.py           hpml status: each point's state from its files and the scheduler
     submission.py       submit planned points (launch and resume) and wait; progress.py prints the progress line
-    local_runner.py     the local runner (submitit's LocalExecutor)
-    slurm.py            SLURM job arrays (submitit's SlurmExecutor); slurm_preflight.py: does a shape fit?
-    scheduler_state.py  job states from sacct / squeue
+    backends/           where points run, one folder per cluster kind behind one interface (base.py) and one
+                        registry (__init__.py): local/ (processes of this host, submitit's LocalExecutor),
+                        slurm/ (job arrays through submitit's SlurmExecutor, squeue/sacct states, preflight)
+    processes.py        whether the process that runs a point is alive (every backend's points)
     point_job.py        what runs on the allocation: one torchrun per node (torchrun.py), state.json
     jobspec.py          sweep point -> JobSpec and resource shape;  manifest.py: the sweep's manifest.json
     errors.py           LaunchError and one-line config errors

@@ -16,7 +16,7 @@ def cluster_schema():
     """ClusterConfig, with sbatch_extra open to new keys: Hydra composes in struct mode, where even a
     Dict[str, str] field refuses a key it does not hold yet, so the README's
     `cluster.sbatch_extra='{gres: "gpu:a100:4"}'` (or `cluster.sbatch_extra.gres=...`) would need a '+'.
-    The option names and values are still checked (ClusterConfig.__post_init__, launcher/slurm_preflight.py)."""
+    The option names and values are still checked (ClusterConfig.__post_init__, launcher/backends/slurm/preflight.py)."""
     node = OmegaConf.structured(ClusterConfig)
     OmegaConf.set_struct(node.sbatch_extra, False)
     return node

@@ -8,13 +8,15 @@ before they use any of it: a damaged manifest must not crash them, nor make resu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 from hpml.contract.jsonio import MANIFEST_LIMIT, DamagedFile, load_json, type_name, write_json_atomic
 from hpml.contract.sweep_layout import MANIFEST_FILE, MANIFEST_VERSION
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.jobspec import group_by_shape
-from hpml.launcher.planner import Plan
+
+if TYPE_CHECKING:  # an annotation only: the planner asks the backends, which write manifests
+    from hpml.launcher.planner import Plan
 
 
 def new_manifest(plan: Plan, argv: Sequence[str]) -> Dict[str, Any]:

@@ -16,6 +16,7 @@ import yaml
 
 from hpml.conf.schema import HpmlConfig, config_from_dict
 from hpml.contract.sweep_layout import CONFIG_FILE, point_dir
+from hpml.launcher.backends import check_config
 from hpml.launcher.jobspec import JobSpec, jobspec_of
 
 
@@ -36,6 +37,7 @@ class Plan:
     def add(self, values: Dict[str, Any], point: int, sweep_dir: Path, overrides: Sequence[str]) -> None:
         values["sweep"]["dir"] = str(sweep_dir)  # the directory the point really lives in
         config = config_from_dict(values)  # runs every __post_init__ check
+        check_config(config)  # and the keys that depend on the backend
         folder = point_dir(sweep_dir, point)
         spec = jobspec_of(config, point, str(folder), list(overrides))
         self.points.append(PlannedPoint(spec=spec, config=config, values=values, sweep_dir=sweep_dir))

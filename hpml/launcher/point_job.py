@@ -77,7 +77,7 @@ class StopRequest:
     @contextlib.contextmanager
     def installed(self) -> Iterator["StopRequest"]:
         previous = {sig: signal.signal(sig, self) for sig in STOP_SIGNALS}
-        # The local runner starts this job with SIGINT and SIGHUP blocked (launcher/local_runner.py), so that
+        # The local runner starts this job with SIGINT and SIGHUP blocked (launcher/backends/local/runner.py), so that
         # submitit's controller ignores them; this job is the one that must react, and torchrun inherits the mask.
         mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         try:

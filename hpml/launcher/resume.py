@@ -30,7 +30,7 @@ from hpml.contract.sweep_layout import (
     point_dir,
 )
 from hpml.contract.telemetry_format import SIDECAR_GLOB
-from hpml.launcher.backends import backend_of_manifest
+from hpml.launcher.backends import backend_of_manifest, check_config
 from hpml.launcher.errors import LaunchError, one_line
 from hpml.launcher.grow import GROWS, Growth, JobResources, growth
 from hpml.launcher.jobspec import JobSpec, jobspec_of
@@ -107,7 +107,7 @@ def rerun_problems(sweep_dir: Path, entry: Dict) -> List[str]:
         values = yaml.safe_load(config.read_text())
         if not isinstance(values, dict):
             raise ValueError(f"not a YAML mapping but {type(values).__name__}")
-        config_from_dict(values)
+        check_config(config_from_dict(values))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

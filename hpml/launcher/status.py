@@ -26,8 +26,7 @@ from hpml.contract.sweep_layout import RESULT_FILE, STATE_FILE, point_dir, point
 from hpml.launcher.backends import backend_of_manifest
 from hpml.launcher.failure_reason import job_log_reason, memory_limit_kill
 from hpml.launcher.manifest import read_manifest
-from hpml.launcher.report_job import report_line
-from hpml.launcher.scheduler_state import runner_alive
+from hpml.launcher.processes import runner_alive
 
 # Stops that come from outside the work (a signal, the scheduler's time limit): one that lands after the workload
 # wrote its ok result (written whole: a rename) does not undo the finished work (an H100 launch stopped by its
@@ -270,7 +269,7 @@ def status_table(states: List[PointState]) -> str:
 
 def record_accounting(sweep_dir: Path, manifest: Dict, states: List[PointState]) -> None:
     """The scheduler's accounting of the ended points' jobs, kept beside their results (SLURM: sacct's
-    ConsumedEnergy, launcher/slurm_energy.py); asked once per job, by launch when it waits and by status."""
+    ConsumedEnergy, launcher/backends/slurm/energy.py); asked once per job, by launch when it waits and by status."""
     ended = {s.point: s.job_id for s in states if s.state in FINISHED and s.job_id}
     if ended:
         backend_of_manifest(manifest).record_accounting(sweep_dir, manifest, ended)
@@ -280,13 +279,14 @@ def status_command(sweep_dir: Path) -> int:
     """`hpml status DIR`: the progress line, then one line per point (and its reason when it failed), then the
     report job's line where the sweep has one; one scheduler query (job_states) answers for all of them."""
     manifest = read_manifest(sweep_dir)
-    jobs = backend_of_manifest(manifest).job_states(manifest)
+    backend = backend_of_manifest(manifest)
+    jobs = backend.job_states(manifest)
     states = point_states(sweep_dir, jobs, manifest)
     if folder_problem(sweep_dir) is None:  # status reads: a sweep it may not write (a colleague's) still answers
         record_accounting(sweep_dir, manifest, states)
     print(progress_line(manifest.get("sweep", Path(sweep_dir).name), states))
     print(status_table(states))
-    report = report_line(manifest, jobs)
+    report = backend.report_line(manifest, jobs)
     if report:
         print(report)
     return 0

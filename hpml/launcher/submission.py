@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Dict, Sequence
 
 from hpml.conf.schema import HpmlConfig
-from hpml.launcher.backends import backend_of
+from hpml.launcher.backends import SweepInterrupted, backend_of
 from hpml.launcher.jobspec import JobSpec
-from hpml.launcher.local_runner import SweepInterrupted
 from hpml.launcher.manifest import write_manifest
 from hpml.launcher.progress import ProgressPrinter, wait_for_sweep
-from hpml.launcher.report_job import REPORT_KEY
 from hpml.launcher.status import current_states, record_accounting, status_table
 
 
@@ -32,7 +30,7 @@ def run_points(sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settin
         print(f"hpml: {stopped}", file=sys.stderr)
         return stopped.exit_code
     if not backend.runs_in_this_process:
-        if not settings.sweep.wait or manifest.get(REPORT_KEY):  # a resume keeps the sweep's report job
+        if not settings.sweep.wait or backend.has_report_job(manifest):  # a resume keeps the sweep's report job
             backend.queue_report(sweep_dir, manifest, settings)
         if not settings.sweep.wait:
             print(f"hpml: submitted; follow with `hpml status {sweep_dir}`")

@@ -7,7 +7,7 @@ values only, never arbitrary pickled code; and only if it is a regular file (con
 block the read, a device never end; a directory named model.pt is listed too, as not a regular file).
 
 What it records is checked before anything is built or run (check_saved): image_size within
-[MIN_IMAGE_SIZE, MAX_IMAGE_SIZE] (conf.limits; 1 is no input a network takes, 200000 would fill the
+[MIN_IMAGE_SIZE, MAX_IMAGE_SIZE] (contract.limits; 1 is no input a network takes, 200000 would fill the
 memory), 2 to MAX_CLASSES distinct class names, finite mean and std > 0, a state_dict of tensors.
 
 The network is rebuilt by models.build.build_classifier, the one builder the train workload trains with, so
@@ -24,8 +24,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from hpml.conf.limits import MAX_CLASSES, MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
 from hpml.contract.files import NotReadable, one_line, open_regular
+from hpml.contract.limits import MAX_CLASSES, MAX_IMAGE_SIZE, MIN_IMAGE_SIZE
 from hpml.contract.saved_model import MODEL_FILE, SAVED_MODEL_FORMAT
 from hpml.contract.sweep_layout import POINTS_DIR
 from hpml.models.build import build_classifier

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hpml.analysis import telemetry
-from hpml.analysis.sections import write_sections
 from hpml.contract.sweep_layout import RESULT_FILE, point_dir
 from hpml.contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_VERSION, sidecar_name
+from hpml.report_kit.sections import write_sections
 from tests.factories import envelope, write_result
 
 GiB = 1024 ** 3
@@ -96,6 +96,6 @@ def read_csv(path: Path) -> List[Dict[str, str]]:
 
 def render(rows, out: Path):
     """(report markdown of the telemetry sections, files written)."""
-    from hpml.analysis.sections import report_markdown
+    from hpml.report_kit.sections import report_markdown
     sections = telemetry.sections(rows)
     return report_markdown("t", sections), write_sections(sections, out)

@@ -15,7 +15,7 @@ import pandas as pd
 from hpml.analysis.allreduce.sections import allreduce_sections
 from hpml.analysis.allreduce.tables import COLUMNS, allreduce_rows
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

@@ -1,5 +1,5 @@
 """busbw against the message size (log2 axis), one line per result (N, impl), the link's per-direction peak
-as a horizontal dotted line; one panel per sweep (the first analysis.figures.MAX_PANELS). Drawing only: the
+as a horizontal dotted line; one panel per sweep (the first report_kit.figures.MAX_PANELS). Drawing only: the
 numbers are analysis.allreduce.tables'.
 """
 
@@ -10,12 +10,13 @@ from typing import List, Tuple
 
 import pandas as pd
 
-from hpml.analysis.figures import first_panels, panels, save, worth_drawing
+from hpml.contract.units import GIB, KIB, MIB
+from hpml.report_kit.figures import first_panels, panels, save, worth_drawing
 
 
 def size_text(nbytes: int) -> str:
     """A message size in the largest binary unit that divides it: 1048576 -> "1 MiB"."""
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, factor in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if nbytes >= factor and nbytes % factor == 0:
             return f"{nbytes // factor} {unit}"
     return f"{nbytes} B"

@@ -11,8 +11,8 @@ from typing import List
 import pandas as pd
 
 from hpml.analysis.allreduce.plots import busbw_plot, size_text
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import natural_key
+from hpml.report_kit.sections import Figure, Section, Table
 
 ALLREDUCE_NOTE = (
     "nccl-tests' definitions: time = mean over the timed iterations of the slowest rank's iteration time "

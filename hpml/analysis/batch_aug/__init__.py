@@ -17,8 +17,8 @@ from hpml.analysis.batch_aug.runs import ba_run, copies_of, cutout_of
 from hpml.analysis.batch_aug.sections import batch_augmentation_sections
 from hpml.analysis.batch_aug.tables import shown_groups, variant_table
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
 from hpml.analysis.tta.runs import has_evaluation
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence
 
-from hpml.analysis import figures
+from hpml.report_kit import figures
 
 
 def error_curve(runs: Sequence[Dict[str, Any]]) -> Dict[str, List[float]]:

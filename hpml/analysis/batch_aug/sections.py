@@ -9,9 +9,10 @@ import pandas as pd
 
 from hpml.analysis.batch_aug.plots import drawer
 from hpml.analysis.batch_aug.tables import variant_of
-from hpml.analysis.sections import Figure, Section, Table
-from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing
+from hpml.analysis.stats import SAMPLE_DDOF, differing_labels
 from hpml.analysis.tta import energy
+from hpml.report_kit.numbers import is_missing, row_mean_std
+from hpml.report_kit.sections import Figure, Section, Table
 
 TABLE = "batch_augmentation"
 ENERGY_TABLE = "batch_augmentation_energy"
@@ -43,12 +44,6 @@ def cutout_label(holes: int, size: int) -> str:
     return f"{holes} x {size}x{size} px" if holes else "none"
 
 
-def _mean_std(r: Dict[str, Any], prefix: str, fmt: str, scale: float = 1.0, n: str = "runs") -> str:
-    if is_missing(r[f"{prefix}_mean"]):
-        return "—"
-    std = "" if is_missing(r[f"{prefix}_std"]) else f" ± {r[f'{prefix}_std'] * scale:{fmt}}"  # one run: no spread
-    return f"{r[f'{prefix}_mean'] * scale:{fmt}}{std} (n={r[n]})"
-
 
 def _missed(r: Dict[str, Any]) -> str:
     if is_missing(r["target"]):
@@ -62,13 +57,13 @@ def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
     body = []
     for r in rows.to_dict("records"):
         body.append([r["copies"], r["samples_per_step"], r["chunks"], cutout_label(r["cutout_holes"], r["cutout_size"]),
-                     r["runs"], "no target" if is_missing(r["target"]) else f"{r['converged']}/{r['runs']}", _mean_std(r, "epochs", ".2f", n="converged"),
-                     _mean_std(r, "tta_s", ".2f", n="converged"), _missed(r), _mean_std(r, "best_top1", ".2f", 100),
-                     _mean_std(r, "epoch_time_s", ".4f"), _mean_std(r, "step_time_s", ".2f", 1000),
-                     _mean_std(r, "samples_per_s", ",.0f"), _mean_std(r, "images_per_s", ",.0f"),
+                     r["runs"], "no target" if is_missing(r["target"]) else f"{r['converged']}/{r['runs']}", row_mean_std(r, "epochs", ".2f", n_key="converged"),
+                     row_mean_std(r, "tta_s", ".2f", n_key="converged"), _missed(r), row_mean_std(r, "best_top1", ".2f", 100),
+                     row_mean_std(r, "epoch_time_s", ".4f"), row_mean_std(r, "step_time_s", ".2f", 1000),
+                     row_mean_std(r, "samples_per_s", ",.0f"), row_mean_std(r, "images_per_s", ",.0f"),
                      "—" if is_missing(r["step_cost_factor"]) else f"{r['step_cost_factor']:.3f}",
-                     _mean_std(r, "util_gpu", ".1f", n="util_gpu_runs"),
-                     _mean_std(r, "sm_activity", ".1f", n="sm_activity_runs")])
+                     row_mean_std(r, "util_gpu", ".1f", n_key="util_gpu_runs"),
+                     row_mean_std(r, "sm_activity", ".1f", n_key="sm_activity_runs")])
     return body
 
 

@@ -30,13 +30,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from hpml.analysis.compare.match import known_keys, match_items, match_key, side_labels
 from hpml.analysis.compare.metrics import HEADLINES, Metric, applies
 from hpml.analysis.compare.usable import SideValues, side_values
-from hpml.analysis.latex import latex_table
 from hpml.analysis.registry import RESULT_CHECKS
 from hpml.analysis.results import MALFORMED, load_results
-from hpml.analysis.sections import markdown_table
 from hpml.analysis.stats import Ratio, compare_values, differing_labels, geometric_mean, olympic_mean, regressed
 from hpml.contract.cli_args import OneLineParser, folder_argument
 from hpml.contract.folders import output_folder_error
+from hpml.report_kit.latex import latex_table
+from hpml.report_kit.sections import markdown_table
 
 # The spread of a launch's mean around its configuration's, relative: launches of one preset on one machine differ
 # by more than their repeats say (docs/results/compare/, the A/A launches). Measured there; 0 turns it off.

@@ -8,13 +8,15 @@ Where one result holds many sizes or devices, one of them is the headline, chose
 
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any, Dict, Mapping, Optional
 
+from hpml.contract.units import MS_PER_S
+from hpml.report_kit.numbers import is_missing
 
-def _ms(seconds: Optional[float]) -> Optional[float]:
-    return None if seconds is None or math.isnan(seconds) else seconds * 1e3
+
+def _milliseconds(seconds: Optional[float]) -> Optional[float]:
+    return None if is_missing(seconds) else seconds * MS_PER_S
 
 
 # --- quantize: the fully quantized model's accuracy and time, and the real int8 engine's time ---------------------
@@ -30,12 +32,12 @@ def quantize_integer_top1(doc: Mapping[str, Any]) -> Optional[float]:
 
 
 def quantize_integer_pass_ms(doc: Mapping[str, Any]) -> Optional[float]:
-    return _ms(_quantize_run(doc)["inference_s_integer"])
+    return _milliseconds(_quantize_run(doc)["inference_s_integer"])
 
 
 def quantize_torch_ao_pass_ms(doc: Mapping[str, Any]) -> Optional[float]:
     """torch.ao's int8 model with its own observers: present only where the cross-check ran."""
-    return _ms(_quantize_run(doc).get("inference_s_torch_ao_own"))
+    return _milliseconds(_quantize_run(doc).get("inference_s_torch_ao_own"))
 
 
 # --- paleo: the measured forward, the sum of its synchronized layers, and PALEO's prediction ----------------------
@@ -47,17 +49,17 @@ def _paleo_summary(doc: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def paleo_forward_ms(doc: Mapping[str, Any]) -> Optional[float]:
-    return _ms(_paleo_summary(doc)["forward_median_s"])
+    return _milliseconds(_paleo_summary(doc)["forward_median_s"])
 
 
 def paleo_layer_sum_ms(doc: Mapping[str, Any]) -> Optional[float]:
-    return _ms(_paleo_summary(doc)["layer_sum_s"])
+    return _milliseconds(_paleo_summary(doc)["layer_sum_s"])
 
 
 def paleo_predicted_ms(doc: Mapping[str, Any]) -> Optional[float]:
     """PALEO's forward from the peaks the same run measured: every result has them (the published ones only a
     known GPU)."""
-    return _ms(_paleo_summary(doc)["predicted_s_measured"])
+    return _milliseconds(_paleo_summary(doc)["predicted_s_measured"])
 
 
 # --- probe: per quantity, the median over repetitions as its report gives it -----------------------------------
@@ -101,7 +103,7 @@ def vecadd_kernel_GBps(doc: Mapping[str, Any]) -> Optional[float]:
 
 def vecadd_total_ms(doc: Mapping[str, Any]) -> Optional[float]:
     case = _vecadd_case(doc, "many_blocks", "explicit")
-    return _ms(case["total_median_s"]) if case else None
+    return _milliseconds(case["total_median_s"]) if case else None
 
 
 def vecadd_cpu_GBps(doc: Mapping[str, Any]) -> Optional[float]:
@@ -124,4 +126,4 @@ def loader_samples_per_s(doc: Mapping[str, Any]) -> Optional[float]:
 
 
 def loader_first_batch_ms(doc: Mapping[str, Any]) -> Optional[float]:
-    return _ms(_loader_setting(doc)["first_batch_mean_s"])
+    return _milliseconds(_loader_setting(doc)["first_batch_mean_s"])

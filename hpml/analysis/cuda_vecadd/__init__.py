@@ -16,7 +16,7 @@ import pandas as pd
 from hpml.analysis.cuda_vecadd.sections import cuda_vecadd_sections
 from hpml.analysis.cuda_vecadd.tables import CASE_COLUMNS, COPY_COLUMNS, INFO_COLUMNS, case_rows, copy_rows, point_info
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

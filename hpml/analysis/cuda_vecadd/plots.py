@@ -11,8 +11,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from hpml.analysis.figures import save, worth_drawing
 from hpml.analysis.stats import natural_key
+from hpml.report_kit.figures import save, worth_drawing
 
 SHAPE_COLORS = {"one_thread": "tab:red", "one_block": "tab:orange", "many_blocks": "tab:blue",
                 "many_blocks_vec4": "tab:green"}

@@ -7,14 +7,17 @@ cuda_vecadd_copy (.csv, .tex), cuda_vecadd_explicit.png, cuda_vecadd_managed.png
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 import pandas as pd
 
 from hpml.analysis.cuda_vecadd.plots import time_plot
-from hpml.analysis.sections import Figure, Section, Table
-from hpml.analysis.stats import is_missing, natural_key
+from hpml.analysis.stats import natural_key
+from hpml.contract.units import MS_PER_S
+from hpml.report_kit.numbers import NO_NUMBER_SHORT, is_missing, percent, three_digits
+from hpml.report_kit.sections import Figure, Section, Table
 
 NOTE = (
     "Each repetition's total = alloc + h2d + kernel + d2h + free (a part the mode lacks counts 0; the host's "
@@ -38,19 +41,11 @@ MODE_NOTES = {
 }
 
 
-def ms_text(seconds: float) -> str:
-    if math.isnan(seconds):
-        return "–"
-    ms = seconds * 1e3
-    return f"{ms:,.0f}" if ms >= 1000 else f"{ms:.3g}"
-
-
-def rate_text(GBps: float) -> str:
-    return "–" if math.isnan(GBps) else (f"{GBps:,.0f}" if GBps >= 100 else f"{GBps:.3g}")
-
-
-def share_text(share: float) -> str:
-    return "–" if math.isnan(share) else f"{share:.1%}"
+# The study's tables: milliseconds and GB/s to 3 significant digits (every digit from 1 s, from 100 GB/s on),
+# shares to 0.1 %, the short dash where there is no number (report_kit.numbers)
+ms_text = functools.partial(three_digits, scale=MS_PER_S, missing=NO_NUMBER_SHORT)
+rate_text = functools.partial(three_digits, wide_from=100, missing=NO_NUMBER_SHORT)
+share_text = functools.partial(percent, missing=NO_NUMBER_SHORT)
 
 
 def total_text(row: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from hpml.analysis.dataloader.runs import run_record
 from hpml.analysis.dataloader.sections import dataloader_sections
 from hpml.analysis.dataloader.tables import dataloader_tables
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

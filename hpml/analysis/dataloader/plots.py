@@ -12,7 +12,7 @@ from typing import List
 import pandas as pd
 
 from hpml.analysis.dataloader.runs import DEVICE, HOST
-from hpml.analysis.figures import panels, save
+from hpml.report_kit.figures import panels, save
 
 LINE_KEYS = ["pin_memory", "persistent_workers", "prefetch_factor"]
 

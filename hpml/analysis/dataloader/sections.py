@@ -13,8 +13,9 @@ import pandas as pd
 from hpml.analysis.dataloader.plots import workers_plot
 from hpml.analysis.dataloader.runs import DEVICE
 from hpml.analysis.dataloader.tables import verdict
-from hpml.analysis.sections import Figure, Section, Table
-from hpml.analysis.stats import differing_labels, is_missing
+from hpml.analysis.stats import differing_labels
+from hpml.report_kit.numbers import is_missing
+from hpml.report_kit.sections import Figure, Section, Table
 
 IN_TITLE = ("workload.dataset", "hardware", "cpus")  # group items the section's title names already
 HEADERS = ["data path", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor",

@@ -14,7 +14,7 @@ from typing import List
 from hpml.analysis.paleo.sections import paleo_sections
 from hpml.analysis.paleo.tables import point_tables
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpml.analysis.figures import save
 from hpml.analysis.paleo.tables import SOURCES, PointTables, label
+from hpml.report_kit.figures import save
 
 MAX_NAMED_TICKS = 60  # beyond this many layer calls the names would overlap: the axis shows indices only
 

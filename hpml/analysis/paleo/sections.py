@@ -7,7 +7,7 @@ paleo_<sweep>_<point>.png.
 
 from __future__ import annotations
 
-import math
+import functools
 from typing import Any, Dict, List, Sequence
 
 import pandas as pd
@@ -22,8 +22,9 @@ from hpml.analysis.paleo.tables import (
     label,
     precision_text,
 )
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import natural_key
+from hpml.report_kit.numbers import NO_NUMBER_SHORT, ms, number, percent, si
+from hpml.report_kit.sections import Figure, Section, Table
 
 PALEO_NOTE = (
     "PALEO (Qi, Sparks and Talwalkar, ICLR 2017): a layer's predicted time = FLOPs / (PPP × peak FLOP/s) + "
@@ -57,30 +58,15 @@ WHY_CPU = (
     "layers let the pool's threads go idle."
 )
 
-
-def number_text(value: float) -> str:
-    """A count in SI prefixes, 3 significant digits: 3538944 -> "3.54 M"; 0 -> "0"."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}"
-    return f"{value:.3g}"
-
-
-def ms_text(seconds: float) -> str:
-    return "–" if math.isnan(seconds) else f"{seconds * 1e3:.4g}"
-
-
-def percent_text(share: float, signed: bool = False) -> str:
-    if math.isnan(share):
-        return "–"
-    return f"{share:+.1%}" if signed else f"{share:.1%}"
+# PALEO's tables print 4 significant digits and the short dash (report_kit.numbers)
+ms_4g = functools.partial(ms, fmt=".4g", missing=NO_NUMBER_SHORT)
+number_4g = functools.partial(number, fmt=".4g", missing=NO_NUMBER_SHORT)
+percent_text = functools.partial(percent, missing=NO_NUMBER_SHORT)
 
 
 def spread_text(median: float, low: float, high: float, n: int | None = None) -> str:
     """median [min, max] in ms, and (n=...) when n is given."""
-    text = f"{ms_text(median)} [{ms_text(low)}, {ms_text(high)}]"
+    text = f"{ms_4g(median)} [{ms_4g(low)}, {ms_4g(high)}]"
     return text + (f" (n={n})" if n is not None else "")
 
 
@@ -99,10 +85,10 @@ def summary_table(points: Sequence[PointTables]) -> Table:
         excess = (s["layer_sum_s"] - s["forward_median_s"]) / s["layer_calls"]
         row = [ident["point"], ident["model"], ident["batch"], precision_text(point), ident["device_name"],
                spread_text(s["forward_median_s"], s["forward_min_s"], s["forward_max_s"], s["n"]),
-               ms_text(s["layer_sum_s"]), f"{s['layer_sum_over_forward']:.2f}", f"{excess * 1e6:.1f}",
-               number_text(s["flops"])]
+               ms_4g(s["layer_sum_s"]), f"{s['layer_sum_over_forward']:.2f}", f"{excess * 1e6:.1f}",
+               si(s["flops"])]
         row += [percent_text(s[f"network_ppp_{source}"]) for source in sources]
-        row += [f"{ms_text(s[f'predicted_s_{source}'])} ({percent_text(s[f'error_{source}'], signed=True)})"
+        row += [f"{ms_4g(s[f'predicted_s_{source}'])} ({percent_text(s[f'error_{source}'], signed=True)})"
                 for source in sources]
         rows.append(row)
         frames.append({**identity_columns(point), "device": ident["device_name"], "peak_dtype": ident["peak_dtype"],
@@ -118,9 +104,9 @@ def peaks_table(points: Sequence[PointTables]) -> Table:
         s, ident = point.summary, point.identity
         published_tflops, published_GBps = s["peak_tflops_published"], s["peak_GBps_published"]
         measured_tflops, measured_GBps = s["peak_tflops_measured"], s["peak_GBps_measured"]
-        rows.append([ident["point"], ident["device_name"], precision_text(point), _num(published_tflops),
-                     _num(measured_tflops), percent_text(measured_tflops / published_tflops),
-                     _num(published_GBps), _num(measured_GBps), percent_text(measured_GBps / published_GBps)])
+        rows.append([ident["point"], ident["device_name"], precision_text(point), number_4g(published_tflops),
+                     number_4g(measured_tflops), percent_text(measured_tflops / published_tflops),
+                     number_4g(published_GBps), number_4g(measured_GBps), percent_text(measured_GBps / published_GBps)])
         frames.append({**identity_columns(point), "device": ident["device_name"], "peak_dtype": ident["peak_dtype"],
                        "published_tflops": published_tflops, "measured_tflops": measured_tflops,
                        "published_GBps": published_GBps, "measured_GBps": measured_GBps,
@@ -128,9 +114,6 @@ def peaks_table(points: Sequence[PointTables]) -> Table:
                        "published_label": point.peaks["published"].label if point.peaks["published"] else None})
     return Table("paleo_peaks", headers, rows, pd.DataFrame(frames))
 
-
-def _num(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.4g}"
 
 
 def reference_table(points: Sequence[PointTables]) -> Table:
@@ -143,12 +126,12 @@ def reference_table(points: Sequence[PointTables]) -> Table:
         f"{precision} ms per image ({where})" for precision in REFERENCE_PRECISIONS for where in ("board", "one device")]
     rows = []
     for row in seen.values():
-        cells = [row["model"], f"3×{row['image_size']}×{row['image_size']}", number_text(row["flops_per_image"]),
+        cells = [row["model"], f"3×{row['image_size']}×{row['image_size']}", si(row["flops_per_image"]),
                  row["reference_name"]]
         for precision in REFERENCE_PRECISIONS:
             for where in ("board", "device"):
-                cells.append(f"{ms_text(row[f'{precision}_s_per_image_{where}'])} at "
-                             f"{_num(row[f'{precision}_tflops_{where}'])} TFLOP/s")
+                cells.append(f"{ms_4g(row[f'{precision}_s_per_image_{where}'])} at "
+                             f"{number_4g(row[f'{precision}_tflops_{where}'])} TFLOP/s")
         rows.append(cells)
     return Table("paleo_reference", headers, rows, pd.DataFrame(list(seen.values())))
 
@@ -160,10 +143,10 @@ def layer_table(point: PointTables) -> Table:
         headers += [f"PALEO ms ({source})", f"PPP ({source})", f"error ({source})"]
     rows = []
     for r in point.layers:
-        row = [r["index"], r["name"], r["type"], number_text(r["flops"]), number_text(r["bytes"]),
+        row = [r["index"], r["name"], r["type"], si(r["flops"]), si(r["bytes"]),
                spread_text(r["time_median_s"], r["time_min_s"], r["time_max_s"])]
         for source in sources:
-            row += [ms_text(r[f"predicted_s_{source}"]), percent_text(r[f"ppp_{source}"]),
+            row += [ms_4g(r[f"predicted_s_{source}"]), percent_text(r[f"ppp_{source}"]),
                     percent_text(r[f"error_{source}"], signed=True)]
         rows.append(row)
     frame = pd.DataFrame([{**identity_columns(point), **r} for r in point.layers])

@@ -12,7 +12,7 @@ from typing import List
 from hpml.analysis.probe.sections import probe_sections
 from hpml.analysis.probe.tables import PEAK_COLUMNS, REFERENCE_COLUMNS, frame, peak_rows, reference_rows
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

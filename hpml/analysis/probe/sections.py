@@ -11,8 +11,8 @@ from typing import List
 import pandas as pd
 
 from hpml.analysis.probe.tables import BAR
-from hpml.analysis.sections import Section, Table
 from hpml.analysis.stats import natural_key
+from hpml.report_kit.sections import Section, Table
 
 PEAKS_NOTE = (
     "Per repetition, TFLOP/s = 2 n³ / t / 1e12 (matmul) and GB/s = bytes moved / t / 1e9 (copy: 2 × the buffer, "

@@ -14,7 +14,7 @@ from typing import List
 from hpml.analysis.quantize.runs import quantize_run
 from hpml.analysis.quantize.sections import quantize_sections
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

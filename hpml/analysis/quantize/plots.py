@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List
 
-from hpml.analysis.figures import save
+from hpml.report_kit.figures import save
 
 COLUMNS = 3  # panels per row
 

@@ -11,8 +11,9 @@ import pandas as pd
 
 from hpml.analysis.quantize.plots import activations_png, weights_png
 from hpml.analysis.quantize.tables import bar_frame, check_frame, run_frame, scale_frame, stage_frame
-from hpml.analysis.sections import Figure, Section, Table
-from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, is_missing, natural_key
+from hpml.analysis.stats import SAMPLE_DDOF, differing_labels, natural_key
+from hpml.report_kit.numbers import is_missing, number
+from hpml.report_kit.sections import Figure, Section, Table
 
 INTRO = (
     "Post-training quantization to symmetric 8-bit fixed point (docs/studies/quantization.md): s = r / 127 for a "
@@ -38,14 +39,11 @@ STAGE_LABELS = {"float": "float", "w8": "W8", "w8a8": "W8A8", "w8a8b32": "W8A8B3
 BAR_HEADERS = ["bar", "difference of means [points]", "verdict"]
 
 
-def _num(value: Any, fmt: str) -> str:
-    return "—" if is_missing(value) or value == "" else format(value, fmt)
-
 
 def stage_rows(frame: pd.DataFrame) -> List[List[Any]]:
     return [[r["title"], r["runs"], f"{r['top1_pct_mean']:.2f} ± {r['top1_pct_std']:.2f}",
              f"[{r['top1_pct_min']:.2f}, {r['top1_pct_max']:.2f}]",
-             f"{r['delta_pts_mean']:+.2f} ± {r['delta_pts_std']:.2f}", _num(r["payload_bytes"], ",.0f"),
+             f"{r['delta_pts_mean']:+.2f} ± {r['delta_pts_std']:.2f}", number(r["payload_bytes"], ",.0f"),
              f"{r['serialized_bytes']:,}",
              f"{r['inference_ms_median']:.1f} [{r['inference_ms_min']:.1f}, {r['inference_ms_max']:.1f}]"]
             for r in frame.to_dict("records")]
@@ -65,9 +63,9 @@ def bar_rows(frame: pd.DataFrame) -> List[List[Any]]:
 
 
 def scale_rows(frame: pd.DataFrame) -> List[List[Any]]:
-    return [[r["layer"], r["kind"], r["shape"], _num(r["range"], ".4g"), r["weight_range"], r["weight_scale"],
-             _num(r["input_scale"], ".6g"), _num(r["output_scale"], ".6g"), r["bias_scale"], r["requantize"],
-             r["multiplier"], r["m0"], r["shift"], _num(r["int32_bound"], ",.0f")] for r in frame.to_dict("records")]
+    return [[r["layer"], r["kind"], r["shape"], number(r["range"], ".4g"), r["weight_range"], r["weight_scale"],
+             number(r["input_scale"], ".6g"), number(r["output_scale"], ".6g"), r["bias_scale"], r["requantize"],
+             r["multiplier"], r["m0"], r["shift"], number(r["int32_bound"], ",.0f")] for r in frame.to_dict("records")]
 
 
 def check_rows(frame: pd.DataFrame) -> List[List[Any]]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import List
 
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
 from hpml.analysis.synthetic.runs import runs_frame
 from hpml.analysis.synthetic.sections import synthetic_sections
 from hpml.analysis.synthetic.tables import comparison_table, paired_table, protocol_table, scaling_table
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

@@ -1,6 +1,6 @@
 """images/s (ours: median of the per-iteration sum over ranks) against the number of GPUs, one line per
 configuration, its ideal line (baseline x N / N_base) dashed in the same colour, from 0; one panel per sweep
-(the first analysis.figures.MAX_PANELS).
+(the first report_kit.figures.MAX_PANELS).
 Drawing only: the numbers are analysis.synthetic.tables'.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hpml.analysis.figures import first_panels, panels, save, worth_drawing
+from hpml.report_kit.figures import first_panels, panels, save, worth_drawing
 
 LINE_KEYS = ["sweep", "label", "scaling"]
 

@@ -12,9 +12,10 @@ from typing import Any, List, Mapping
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.stats import SCALING_MODES_TEXT, efficiency_header, natural_key
 from hpml.analysis.synthetic.plots import throughput_plot
+from hpml.report_kit.numbers import mean_std
+from hpml.report_kit.sections import Figure, Section, Table
 
 SYNTHETIC_NOTE = (
     "Images/s are timed on the device (CUDA events, or perf_counter on CPU) over the timed iterations "
@@ -48,10 +49,6 @@ def rate_text(row: Mapping[str, Any]) -> str:
             f"(n={row['n']})")
 
 
-def pm_text(mean: float, pm: float) -> str:
-    return f"{mean:.1f} ± {pm:.1f}"
-
-
 def scaling_section(table: pd.DataFrame) -> Section:
     base = table.iloc[0]
     price = ("no GPU-hour price (pricing=none)" if base["price_name"] == "none"
@@ -62,8 +59,8 @@ def scaling_section(table: pd.DataFrame) -> Section:
                "cost per epoch", f"cost of {base['train_epochs']} epochs"]
     rows = [[row["world_size"], f"{row['nodes']} × {row['workers_per_node']}", row["per_worker_batch"],
              row["global_batch"], rate_text(row), f"{row['throughput_cv']:.2%}", f"{row['ideal_throughput']:.1f}",
-             f"{row['speedup']:.2f}", f"{row['efficiency']:.1%}", pm_text(row["horovod_total_mean"],
-                                                                          row["horovod_total_pm"]),
+             f"{row['speedup']:.2f}", f"{row['efficiency']:.1%}", mean_std(row["horovod_total_mean"],
+                                                                           row["horovod_total_pm"], ".1f"),
              duration_text(row["epoch_time_s"]), money_text(row["epoch_cost_usd"]), money_text(row["train_cost_usd"])]
             for row in table.to_dict("records")]
     title = f"{base['model']}, {SCALING_MODES_TEXT[base['scaling']]}" + (f": {base['label']}" if base["label"] else "")
@@ -76,9 +73,9 @@ def protocol_section(table: pd.DataFrame) -> Section:
                "Horovod per GPU, its host clock (mean ± 1.96σ)", "Horovod total", "ours: images/s median "
                "[min, max] (n)", "CV", "Horovod total / ours"]
     rows = [[row["label"] or "–", row["world_size"], row["per_worker_batch"],
-             pm_text(row["horovod_per_gpu_mean"], row["horovod_per_gpu_pm"]),
-             pm_text(row["horovod_host_per_gpu_mean"], row["horovod_host_per_gpu_pm"]),
-             pm_text(row["horovod_total_mean"], row["horovod_total_pm"]), rate_text(row),
+             mean_std(row["horovod_per_gpu_mean"], row["horovod_per_gpu_pm"], ".1f"),
+             mean_std(row["horovod_host_per_gpu_mean"], row["horovod_host_per_gpu_pm"], ".1f"),
+             mean_std(row["horovod_total_mean"], row["horovod_total_pm"], ".1f"), rate_text(row),
              f"{row['throughput_cv']:.2%}", f"{row['horovod_total_vs_ours']:.3f}"] for row in table.to_dict("records")]
     return Section("Horovod's numbers and ours",
                    markdown="Horovod's script times each iteration on the host without synchronizing the device "
@@ -92,7 +89,7 @@ def comparison_section(table: pd.DataFrame) -> Section:
                "images/s median [min, max] (n)", "CV", "Horovod total (mean ± 1.96σ)", "vs fastest", "vs DDP"]
     rows = [[row["backend"], row["nccl_algo"], row["data_parallel"], f"{row['fusion_threshold_mb']:g}",
              "yes" if row["fp16_allreduce"] else "no", rate_text(row), f"{row['throughput_cv']:.2%}",
-             pm_text(row["horovod_total_mean"], row["horovod_total_pm"]), f"{row['vs_fastest']:.1%}",
+             mean_std(row["horovod_total_mean"], row["horovod_total_pm"], ".1f"), f"{row['vs_fastest']:.1%}",
              "–" if math.isnan(row["vs_ddp"]) else f"{row['vs_ddp']:.1%}"] for row in table.to_dict("records")]
     setup = f" ({first['setup']})" if first["setup"] else ""
     return Section(f"All-reduce implementations compared: N = {first['world_size']} ({first['nodes']} × "

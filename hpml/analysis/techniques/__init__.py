@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import List
 
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
 from hpml.analysis.techniques.runs import technique_run
 from hpml.analysis.techniques.sections import technique_sections
+from hpml.report_kit.sections import Section
 
 
 def sections(results: WorkloadResults) -> List[Section]:

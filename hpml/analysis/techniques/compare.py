@@ -21,9 +21,9 @@ import pandas as pd
 
 from hpml.analysis.stats import sample_std
 from hpml.analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, finite, mean_step_s, without_keys
+from hpml.contract.units import MIB, MS_PER_S
 
 PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16")
-MiB = 1024 * 1024
 
 
 def _mean(values: List[float]) -> Optional[float]:
@@ -100,7 +100,7 @@ def checkpointing_frame(records: List[Mapping[str, Any]]) -> pd.DataFrame:
             "peak_without_bytes": peak[False], "peak_with_bytes": peak[True],
             "memory_saved_fraction": saved / peak[False] if saved is not None else None,
             "step_without_s": step[False], "step_with_s": step[True], "step_extra_fraction": extra / step[False],
-            "mib_saved_per_extra_ms": (saved / MiB) / (extra * 1e3) if saved is not None and extra > 0 else None,
+            "mib_saved_per_extra_ms": (saved / MIB) / (extra * MS_PER_S) if saved is not None and extra > 0 else None,
             "largest_batch_without": fitting[False], "largest_batch_with": fitting[True],
         })
     return pd.DataFrame(rows)

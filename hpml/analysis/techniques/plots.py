@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
-from hpml.analysis import figures
 from hpml.analysis.techniques.profile import PARTS
+from hpml.report_kit import figures
 
 
 def profile_pie(shares: Mapping[str, float], path: Path, title: str) -> bool:

@@ -21,9 +21,9 @@ from typing import Any, Dict, List, Mapping
 
 import pandas as pd
 
-from hpml.contract.train_format import DEVICE_PHASES
+from hpml.contract.train_format import DEVICE_PHASES, PHASES
 
-PARTS = ("data", "h2d", "forward", "backward", "optimizer", "evaluation", "other")
+PARTS = (*PHASES, "evaluation", "other")  # the step phases as the worker names them, then the rest of the wall
 STEP_PHASES = DEVICE_PHASES  # what a step's phase record holds besides its data wait
 CONSISTENCY_TOLERANCE = 0.02  # "other" may fall below 0 by at most 2 % of the wall time (clock read-outs)
 

@@ -9,8 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 
-from hpml.analysis.sections import MAX_GROUP_TABLES, Figure, Section, Table
-from hpml.analysis.stats import COMMON_VALUES, differing_labels, is_missing, natural_key
+from hpml.analysis.stats import COMMON_VALUES, differing_labels, natural_key
 from hpml.analysis.techniques import compare, profile
 from hpml.analysis.techniques.plots import precision_curves, profile_pie
 from hpml.analysis.techniques.runs import CHECKPOINTING_KEYS, PRECISION_KEYS, has_profile, telemetry_numbers
@@ -23,6 +22,9 @@ from hpml.analysis.train.efficiency import (
     na_lines,
     technique_cells,
 )
+from hpml.contract.units import MIB
+from hpml.report_kit.numbers import mean_std, number
+from hpml.report_kit.sections import MAX_GROUP_TABLES, Figure, Section, Table
 
 MAX_PIES = 8  # pie charts per report: one per configuration, the first 8 (the tables cover every one)
 PART_NAMES = {"forward": "forward + loss"}
@@ -69,14 +71,6 @@ UTILIZATION_INTRO = (
     "such a setting.")
 
 
-def _num(value: Any, fmt: str, scale: float = 1.0, unit: str = "") -> str:
-    return "—" if value is None or is_missing(value) else f"{value * scale:{fmt}}{unit}"
-
-
-def _pm(mean: Any, std: Any, fmt: str, scale: float = 1.0) -> str:
-    if mean is None or is_missing(mean):
-        return "—"
-    return f"{mean * scale:{fmt}}" + ("" if std is None or is_missing(std) else f" ± {std * scale:{fmt}}")
 
 
 def _configurations(records: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
@@ -167,13 +161,13 @@ def precision_sections(records: List[Dict[str, Any]]) -> List[Section]:
         headers = ["precision", "runs (n)", "final train loss", "non-finite loss (runs; epochs)", "final top-1 [%]",
                    "best top-1 [%]", "epoch [s]", "peak allocated [MiB]", "peak NVML [MiB]", "power [W]",
                    "util.gpu [%]", "SM activity [%]", "energy/sample [mJ]"]
-        body = [[r["precision"], r["runs"], _num(r["final_train_loss_mean"], ".4f"),
+        body = [[r["precision"], r["runs"], number(r["final_train_loss_mean"], ".4f"),
                  f"{r['nonfinite_loss_runs']}" + (f" ({r['nonfinite_loss_epochs']})" if r["nonfinite_loss_runs"] else ""),
-                 _pm(r["final_top1_mean"], r["final_top1_std"], ".2f", 100), _num(r["best_top1_mean"], ".2f", 100),
-                 _pm(r["epoch_s_mean"], r["epoch_s_std"], ".3f"), _num(r["peak_allocated_bytes"], ".0f", 2 ** -20),
-                 _num(r["nvml_mem_peak_bytes"], ".0f", 2 ** -20), _num(r["power_mean_w"], ".0f"),
-                 _num(r["util_gpu_mean"], ".1f"), _num(r["sm_activity_mean"], ".1f"),
-                 _num(r["energy_per_sample_j"], ".3f", 1e3)] for r in frame.to_dict("records")]
+                 mean_std(r["final_top1_mean"], r["final_top1_std"], ".2f", 100), number(r["best_top1_mean"], ".2f", 100),
+                 mean_std(r["epoch_s_mean"], r["epoch_s_std"], ".3f"), number(r["peak_allocated_bytes"], ".0f", 1 / MIB),
+                 number(r["nvml_mem_peak_bytes"], ".0f", 1 / MIB), number(r["power_mean_w"], ".0f"),
+                 number(r["util_gpu_mean"], ".1f"), number(r["sm_activity_mean"], ".1f"),
+                 number(r["energy_per_sample_j"], ".3f", 1e3)] for r in frame.to_dict("records")]
         name = f"precision_curves_{index}.png"
         by_setting: Dict[str, List[Dict[str, Any]]] = {}
         for run in runs:
@@ -199,11 +193,11 @@ def checkpointing_sections(records: List[Dict[str, Any]]) -> List[Section]:
                    "step without [ms]", "step with [ms]", "extra step", "MiB saved per extra ms",
                    "largest batch without", "largest batch with"]
         body = [[r["per_device_batch"], f"{r['runs_without']} / {r['runs_with']}",
-                 _num(r["peak_without_bytes"], ".0f", 2 ** -20), _num(r["peak_with_bytes"], ".0f", 2 ** -20),
-                 _num(r["memory_saved_fraction"], ".1f", 100, " %"), _num(r["step_without_s"], ".2f", 1e3),
-                 _num(r["step_with_s"], ".2f", 1e3), _num(r["step_extra_fraction"], "+.1f", 100, " %"),
-                 _num(r["mib_saved_per_extra_ms"], ".1f"), _num(r["largest_batch_without"], ".0f"),
-                 _num(r["largest_batch_with"], ".0f")] for r in frame.to_dict("records")]
+                 number(r["peak_without_bytes"], ".0f", 1 / MIB), number(r["peak_with_bytes"], ".0f", 1 / MIB),
+                 number(r["memory_saved_fraction"], ".1f", 100, " %"), number(r["step_without_s"], ".2f", 1e3),
+                 number(r["step_with_s"], ".2f", 1e3), number(r["step_extra_fraction"], "+.1f", 100, " %"),
+                 number(r["mib_saved_per_extra_ms"], ".1f"), number(r["largest_batch_without"], ".0f"),
+                 number(r["largest_batch_with"], ".0f")] for r in frame.to_dict("records")]
         title = f"Activation checkpointing: {runs[0]['config_items'].get('workload.model', '')} ({runs[0]['sweep']})"
         sections.append(Section(title, markdown=CHECKPOINTING_INTRO,
                                 tables=[Table("activation_checkpointing", headers, body, frame)]))
@@ -222,7 +216,7 @@ def _best_line(best: Optional[Mapping[str, Any]]) -> str:
 
 
 def _window(row: Mapping[str, Any]) -> str:
-    return _num(row["timed_s"], ".1f") + (" (short)" if row["short_window"] else "")
+    return number(row["timed_s"], ".1f") + (" (short)" if row["short_window"] else "")
 
 
 def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
@@ -241,8 +235,8 @@ def utilization_sections(records: List[Dict[str, Any]]) -> List[Section]:
             lambda setting: (not setting.startswith(("baseline", COMMON_VALUES)), natural_key(setting)))
         ).reset_index(drop=True)
         headers = ["setting", "runs (n)", "samples/s", "timed window [s]", "util.gpu [%]", "SM activity [%]"]
-        body = [[r["setting"], r["runs"], _pm(r["samples_per_s_mean"], r["samples_per_s_std"], ".0f"), _window(r),
-                 _num(r["util_gpu_mean"], ".1f"), _num(r["sm_activity_mean"], ".1f")] for r in frame.to_dict("records")]
+        body = [[r["setting"], r["runs"], mean_std(r["samples_per_s_mean"], r["samples_per_s_std"], ".0f"), _window(r),
+                 number(r["util_gpu_mean"], ".1f"), number(r["sm_activity_mean"], ".1f")] for r in frame.to_dict("records")]
         sections.append(Section(f"GPU utilization per setting: {sweep}", markdown=UTILIZATION_INTRO,
                                 tables=[Table("gpu_utilization", headers, body, frame)],
                                 after=_best_line(compare.closest_to_full_use(frame))))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Sequence
 
-from hpml.analysis.sections import Section
 from hpml.analysis.telemetry.points import gather
 from hpml.analysis.telemetry.sections import telemetry_sections
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

@@ -17,8 +17,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hpml.analysis.figures import save
 from hpml.analysis.telemetry.series import Sidecar
+from hpml.report_kit.figures import save
 
 MAX_POINTS_PER_LINE = 2000
 

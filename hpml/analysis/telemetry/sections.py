@@ -10,7 +10,6 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
 from hpml.analysis.telemetry.plots import draw_timeline
 from hpml.analysis.telemetry.points import Gathered, PointTelemetry
 from hpml.analysis.telemetry.stats import (
@@ -23,6 +22,8 @@ from hpml.analysis.telemetry.stats import (
     unavailable_reasons,
 )
 from hpml.contract.units import GIB
+from hpml.report_kit.numbers import number
+from hpml.report_kit.sections import Figure, Section, Table
 
 NA = "n/a"
 
@@ -42,9 +43,6 @@ METHOD_NOTE = (
     "per sample = the sum over every GPU / the timed phases' samples (every rank's, as the workload marks them)."
 )
 
-
-def _num(value: Optional[float], digits: int = 1) -> str:
-    return NA if value is None else f"{value:.{digits}f}"
 
 
 def _spread(value: Optional[Spread]) -> str:
@@ -90,7 +88,8 @@ def gpu_table(points: Sequence[PointTelemetry], several_sweeps: bool) -> Table:
             rows.append(_lead(point, several_sweeps) + [
                 f"{sidecar.host} cuda:{gpu.cuda_index}", gpu.name + (" (MIG)" if gpu.mig else ""), s.window,
                 f"{s.samples} × {sidecar.period_ms:g} ms", _spread(s.util_gpu), _spread(s.util_mem),
-                _num(peak_gib, 2), _num(s.power_mean_w), _num(s.sm_activity_mean), _num(s.sm_occupancy_mean),
+                number(peak_gib, ".2f", missing=NA), number(s.power_mean_w, ".1f", missing=NA),
+                number(s.sm_activity_mean, ".1f", missing=NA), number(s.sm_occupancy_mean, ".1f", missing=NA),
                 _flag(s.busy_under_occupied),
                 NA if s.energy_per_phase_j is None else f"{_joules(s.energy_per_phase_j)} per {name}"])
             records.append({

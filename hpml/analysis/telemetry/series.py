@@ -19,15 +19,16 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 import numpy as np
 
 from hpml.analysis.results import decode_json
-from hpml.contract.jsonio import DamagedFile, MiB, decode_bounded, read_bytes_bounded, type_name
+from hpml.contract.jsonio import DamagedFile, decode_bounded, read_bytes_bounded, type_name
 from hpml.contract.telemetry_format import SAMPLE_FIELDS, TELEMETRY_STATUSES, TELEMETRY_VERSION
+from hpml.contract.units import MIB
 
 # The compressed file: 2^19 samples x 11 fields x 8 GPUs compress to well under this; a sidecar over it is
 # not one hpml wrote.
-SIDECAR_LIMIT = 256 * MiB
+SIDECAR_LIMIT = 256 * MIB
 # The JSON inside: 8 GPUs at the contract's bound (MAX_SAMPLES_PER_GPU) with values ~7 characters wide are
 # ~320 MB; 1 GiB leaves room for wider numbers yet bounds what a damaged file (a gzip bomb) can make us hold.
-SIDECAR_JSON_LIMIT = 1024 * MiB
+SIDECAR_JSON_LIMIT = 1024 * MIB
 
 _NUMBER = (int, float)
 _NUMBER_OR_NULL = {int, float, type(None)}  # type(), not isinstance(): JSON true must not pass as 1
@@ -127,7 +128,7 @@ def read_gzip_json(path: Path) -> Any:
     except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError; EOFError: cut short
         raise DamagedFile(f"not a complete gzip file: {error}") from None
     if len(text) > SIDECAR_JSON_LIMIT:
-        raise DamagedFile(f"over {SIDECAR_JSON_LIMIT // MiB} MiB once decompressed; refused")
+        raise DamagedFile(f"over {SIDECAR_JSON_LIMIT // MIB} MiB once decompressed; refused")
     return decode_bounded(text, decode_json)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import List
 
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section, Table
 from hpml.analysis.train.checks import training_result_checks
 from hpml.analysis.train.efficiency import (
     MFU_INTRO,
@@ -27,6 +26,7 @@ from hpml.analysis.train.efficiency import (
 from hpml.analysis.train.runs import is_train_run, train_run
 from hpml.analysis.train.sections import train_sections
 from hpml.analysis.tta.runs import has_evaluation
+from hpml.report_kit.sections import Section, Table
 
 __all__ = ["sections", "training_result_checks"]
 

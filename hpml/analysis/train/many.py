@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List
 
 import pandas as pd
 
-from hpml.analysis.sections import MAX_GROUP_TABLES, Section, Table
+from hpml.report_kit.sections import MAX_GROUP_TABLES, Section, Table
 
 GROUP_KEYS = ["sweep", "group_key"]
 

@@ -3,7 +3,7 @@
 One line per (study group, fixed batch: per device for weak scaling, global for strong) from
 analysis.train.tables' time table (its `speedup` column: total epoch time, t_base / t_N); rows that do not
 fit are left out. Nothing is drawn unless some line has two points or more (one dot is no scaling curve). The dashed line is ideal
-scaling, N / N_base. Past analysis.figures.MAX_LINES lines, one summary per scaling mode instead (median and
+scaling, N / N_base. Past report_kit.figures.MAX_LINES lines, one summary per scaling mode instead (median and
 min-max band per device count). matplotlib's Agg backend: no display needed.
 """
 
@@ -14,7 +14,7 @@ from typing import Dict
 
 import pandas as pd
 
-from hpml.analysis import figures
+from hpml.report_kit import figures
 
 LINE_KEYS = ["group_key", "scaling", "fixed_batch"]
 

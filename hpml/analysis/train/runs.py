@@ -19,7 +19,6 @@ Definitions (docs/studies/batch-gpu-scaling.md):
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from hpml.analysis.configuration import configuration_group
@@ -87,8 +86,8 @@ def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
     record.update({
         "steps_per_epoch": m["steps_per_epoch"], "samples_per_epoch": m["samples_per_epoch"],
         "data_placement": data_path_of(m),
-        "epoch_total_s": _timed(m["epoch_time_s"], timed),
-        "epoch_train_s": _timed(m["train_time_s"], timed) if "train_time_s" in m else None,
+        "epoch_time_s": _timed(m["epoch_time_s"], timed),
+        "train_time_s": _timed(m["train_time_s"], timed) if "train_time_s" in m else None,
         "step_s": steps,
         "phase_steps_s": {p: [s for epoch in _timed(phases[p], timed) for s in epoch] for p in PHASES}
         if phases else None,
@@ -98,10 +97,6 @@ def train_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "overhead_check": m.get("overhead_check"),
     })
     return record
-
-
-def pool(runs: List[Dict[str, Any]], key: str) -> List[float]:
-    return [value for run in runs for value in run[key]]
 
 
 def row_identity(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -136,7 +131,3 @@ def by_data_path(runs: Iterable[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any
 
 def ok_runs(members: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [r for r in members if r["status"] == "ok"]
-
-
-def mean(values: List[float]) -> float:
-    return statistics.fmean(values)

@@ -13,11 +13,13 @@ from typing import Any, Dict, List, Tuple
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
-from hpml.analysis.stats import EFFICIENCY_RULES, differing_labels, efficiency_header, is_missing
+from hpml.analysis.stats import EFFICIENCY_RULES, differing_labels, efficiency_header
 from hpml.analysis.train import tables as tt
 from hpml.analysis.train.many import combined_section, many_groups
 from hpml.analysis.train.plots import speedup_png
+from hpml.contract.units import GB
+from hpml.report_kit.numbers import is_missing, mean_std, ms, number
+from hpml.report_kit.sections import Figure, Section, Table
 
 SCALING_LINES = {
     "weak": "weak scaling (per-device batch fixed, the data set per epoch fixed: N devices share it)",
@@ -30,18 +32,7 @@ def _table_section(name: str, title: str, intro: str, headers: List[str], body: 
     return Section(title, markdown=intro, tables=[Table(name, headers, body, frame)], level=3)
 
 
-def _ms(seconds: float) -> str:
-    return "—" if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)) else f"{seconds * 1e3:.2f}"
 
-
-def _num(value: Any, fmt: str) -> str:
-    if is_missing(value):
-        return "—"
-    return format(value, fmt)
-
-
-def _mean_std(mean: float, std: float, n: int, fmt: str = ".3f") -> str:
-    return f"{mean:{fmt}} ± {std:{fmt}} (n={n})"
 
 
 def group_labels(runs: List[Dict[str, Any]]) -> Dict[str, str]:
@@ -100,13 +91,13 @@ def _time_row(r: Dict[str, Any]) -> List[Any]:
     if not r["fits"]:
         return [r["per_device_batch"], r["devices"], shape, r["global_batch"],
                 f"0 ({r['oom_runs']} oom)", "does not fit (out of memory)", "—", "—", "—", "—", "—", "—"]
-    train = ("—" if is_missing(r["train_epoch_mean_s"])
-             else _mean_std(r["train_epoch_mean_s"], r["train_epoch_std_s"], r["n"]))
+    train = ("—" if is_missing(r["train_time_mean_s"])
+             else mean_std(r["train_time_mean_s"], r["train_time_std_s"], ".3f", n=r["n"]))
     return [r["per_device_batch"], r["devices"], shape, r["global_batch"], r["runs"],
-            _mean_std(r["total_epoch_mean_s"], r["total_epoch_std_s"], r["n"]), train,
-            f"{_ms(r['step_mean_s'])} / {_ms(r['step_median_s'])} (n={r['step_n']})",
-            f"{r['samples_per_s']:.1f}", _num(r["speedup"], ".2f"), _num(r["train_speedup"], ".2f"),
-            _num(r["efficiency"] * 100, ".1f") + " %"]
+            mean_std(r["epoch_time_mean_s"], r["epoch_time_std_s"], ".3f", n=r["n"]), train,
+            f"{ms(r['step_mean_s'])} / {ms(r['step_median_s'])} (n={r['step_n']})",
+            f"{r['samples_per_s']:.1f}", number(r["speedup"], ".2f"), number(r["train_speedup"], ".2f"),
+            number(r["efficiency"] * 100, ".1f") + " %"]
 
 
 # What the phase "data" measures on each data path (measurements.data_placement; workloads/train/phases.py)
@@ -148,8 +139,8 @@ PHASE_HEADERS = (["data path", "per-device batch", "N", "steps (n)"] + [f"{p} [m
 
 def _phase_row(r: Dict[str, Any]) -> List[Any]:
     return ([r["data_placement"], r["per_device_batch"], r["devices"], r["step_n"]]
-            + [_ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
-            + [_ms(r["train_step_mean_s"]), f"{r['train_epoch_mean_s']:.3f}", f"{r['total_epoch_mean_s']:.3f}"])
+            + [ms(r[f"{p}_mean_s"]) for p in tt.PHASES]
+            + [ms(r["train_step_mean_s"]), f"{r['train_time_mean_s']:.3f}", f"{r['epoch_time_mean_s']:.3f}"])
 
 
 def comm_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
@@ -164,13 +155,13 @@ def comm_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Section]:
                    "exposed comm/step [ms]", "compute/epoch [s]", "exposed comm/epoch [s]", "comm share",
                    "NCCL kernels/step [ms]", "NCCL kernels/epoch [s]"]
         body = [[r["per_device_batch"], r["devices"], r["steps_per_epoch"],
-                 f"{_ms(r['compute_step_median_s'])} [{_ms(r['compute_step_min_s'])}, {_ms(r['compute_step_max_s'])}] "
+                 f"{ms(r['compute_step_median_s'])} [{ms(r['compute_step_min_s'])}, {ms(r['compute_step_max_s'])}] "
                  f"(n={r['probe_n']})",
-                 f"{_ms(r['synced_step_median_s'])} [{_ms(r['synced_step_min_s'])}, {_ms(r['synced_step_max_s'])}] "
+                 f"{ms(r['synced_step_median_s'])} [{ms(r['synced_step_min_s'])}, {ms(r['synced_step_max_s'])}] "
                  f"(n={r['probe_n']})",
-                 _ms(r["exposed_comm_step_s"]), f"{r['compute_epoch_s']:.3f}", f"{r['exposed_comm_epoch_s']:.3f}",
-                 f"{r['exposed_comm_share'] * 100:.1f} %", _ms(r["nccl_kernel_step_s"]),
-                 _num(r["nccl_kernel_epoch_s"], ".3f")] for r in rows.to_dict("records")]
+                 ms(r["exposed_comm_step_s"]), f"{r['compute_epoch_s']:.3f}", f"{r['exposed_comm_epoch_s']:.3f}",
+                 f"{r['exposed_comm_share'] * 100:.1f} %", ms(r["nccl_kernel_step_s"]),
+                 number(r["nccl_kernel_epoch_s"], ".3f")] for r in rows.to_dict("records")]
         sections.append(_table_section("train_comm", f"Compute vs communication: {sweep} {labels.get(key, '')}".rstrip(),
                                 intro, headers, body, rows))
     return sections
@@ -187,9 +178,9 @@ def bandwidth_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Sect
     headers = ["study", "per-device batch", "N", "gradient [MB]", "link", "peak [GB/s]", "ring model [ms]",
                "measured [ms]", "measured from", "busbw [GB/s]", "utilization"]
     body = [[f"{r['sweep']} {labels.get(r['group_key'], '')}".rstrip(), r["per_device_batch"], r["devices"],
-             f"{r['gradient_bytes'] / 1e6:.1f}", r["link"], _num(r["link_peak_GBps"], ".0f"), _ms(r["ring_model_s"]),
-             _ms(r["measured_s"]), r["measured_from"], _num(r["busbw_GBps"], ".2f"),
-             _num(r["utilization"] * 100 if r["utilization"] == r["utilization"] else math.nan, ".1f") + " %"]
+             f"{r['gradient_bytes'] / 1e6:.1f}", r["link"], number(r["link_peak_GBps"], ".0f"), ms(r["ring_model_s"]),
+             ms(r["measured_s"]), r["measured_from"], number(r["busbw_GBps"], ".2f"),
+             number(r["utilization"] * 100 if r["utilization"] == r["utilization"] else math.nan, ".1f") + " %"]
             for r in table.to_dict("records")]
     return [_table_section("train_bandwidth", "Bandwidth utilization of the gradient all-reduce", intro, headers, body,
                     table)]
@@ -205,7 +196,7 @@ def large_batch_sections(table: pd.DataFrame, labels: Dict[str, str]) -> List[Se
                "lr target", "epoch", "runs", "loss", "accuracy"]
     body = [[f"{r['sweep']} {labels.get(r['group_key'], '')}".rstrip(), r["parallel"], r["per_device_batch"],
              r["devices"], r["global_batch"], f"{r['lr']:g}", r["lr_scaling"], f"{r['warmup_epochs']:g}",
-             _num(r["lr_target"], ".4g"), r["epoch"], r["runs"], f"{r['loss_mean']:.4f} ± {r['loss_std']:.4f}",
+             number(r["lr_target"], ".4g"), r["epoch"], r["runs"], f"{r['loss_mean']:.4f} ± {r['loss_std']:.4f}",
              f"{r['accuracy_mean'] * 100:.2f} ± {r['accuracy_std'] * 100:.2f} %"] for r in table.to_dict("records")]
     return [_table_section("train_large_batch", f"Large batches: loss and accuracy at epoch {tt.LARGE_BATCH_EPOCH}", intro, headers, body, table)]
 
@@ -244,7 +235,7 @@ def batch_probe_sections(table: pd.DataFrame) -> List[Section]:
     body = [[r["path"], r["model"], r["precision"], ", ".join(str(b) for b in r["tried"]),
              _batch(r["largest_fitting"]) or "none",
              _batch(r["first_oom"]) or f"none up to {_batch(r['limit'])}",
-             _num(r["largest_peak_memory_bytes"] / 1e9 if r["largest_peak_memory_bytes"] else None, ".2f")]
+             number(r["largest_peak_memory_bytes"] / GB if r["largest_peak_memory_bytes"] else None, ".2f")]
             for r in table.to_dict("records")]
     return [_table_section("train_batch_probe", "Largest batch that fits", intro, headers, body, table)]
 

@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Optional
 import pandas as pd
 
 from hpml.analysis.allreduce.tables import ring_allreduce_time, ring_utilization
-from hpml.analysis.stats import coefficient_of_variation, efficiency, sample_std, speedup
-from hpml.analysis.train.runs import PHASES, by_data_path, by_row, mean, ok_runs, pool, row_identity
+from hpml.analysis.stats import coefficient_of_variation, efficiency, mean, pool, sample_std, speedup
+from hpml.analysis.train.runs import PHASES, by_data_path, by_row, ok_runs, row_identity
 from hpml.contract.collectives import algbw_GBps, bus_factor
 
 LARGE_BATCH_EPOCH = 5  # the study reports the 5th epoch's loss and accuracy (Goyal et al.'s warm-up span)
@@ -36,15 +36,15 @@ LARGE_BATCH_EPOCH = 5  # the study reports the 5th epoch's loss and accuracy (Go
 
 TIME_COLUMNS = [
     "sweep", "group_key", "parallel", "scaling", "model", "precision", "fixed_batch", "per_device_batch",
-    "devices", "nodes", "workers_per_node", "global_batch", "fits", "runs", "oom_runs", "n", "total_epoch_mean_s",
-    "total_epoch_std_s", "total_epoch_cv", "train_epoch_mean_s", "train_epoch_std_s", "step_n", "step_mean_s", "step_median_s",
+    "devices", "nodes", "workers_per_node", "global_batch", "fits", "runs", "oom_runs", "n", "epoch_time_mean_s",
+    "epoch_time_std_s", "epoch_time_cv", "train_time_mean_s", "train_time_std_s", "step_n", "step_mean_s", "step_median_s",
     "samples_per_s", "baseline_devices", "speedup", "train_speedup", "efficiency",
 ]
 
 
 def _train_times(ok: List[Dict[str, Any]]) -> Optional[List[float]]:
     """The pooled train-phase epoch times, or None when a run predates measurements.train_time_s."""
-    return None if any(r["epoch_train_s"] is None for r in ok) else pool(ok, "epoch_train_s")
+    return None if any(r["train_time_s"] is None for r in ok) else pool(ok, "train_time_s")
 
 
 def time_table(runs: List[Dict[str, Any]]) -> pd.DataFrame:
@@ -56,12 +56,12 @@ def time_table(runs: List[Dict[str, Any]]) -> pd.DataFrame:
         row = {**row_identity(members), "runs": len(ok), "oom_runs": sum(r["status"] == "oom" for r in members),
                "fits": bool(ok)}
         if ok:
-            total, train, steps = pool(ok, "epoch_total_s"), _train_times(ok), pool(ok, "step_s")
-            samples = sum(r["samples_per_epoch"] * len(r["epoch_total_s"]) for r in ok)
-            row.update(n=len(total), total_epoch_mean_s=mean(total), total_epoch_std_s=sample_std(total),
-                       total_epoch_cv=coefficient_of_variation(total),  # same std (ddof=1), unrounded
-                       train_epoch_mean_s=mean(train) if train else math.nan,
-                       train_epoch_std_s=sample_std(train) if train else math.nan,
+            total, train, steps = pool(ok, "epoch_time_s"), _train_times(ok), pool(ok, "step_s")
+            samples = sum(r["samples_per_epoch"] * len(r["epoch_time_s"]) for r in ok)
+            row.update(n=len(total), epoch_time_mean_s=mean(total), epoch_time_std_s=sample_std(total),
+                       epoch_time_cv=coefficient_of_variation(total),  # same std (ddof=1), unrounded
+                       train_time_mean_s=mean(train) if train else math.nan,
+                       train_time_std_s=sample_std(train) if train else math.nan,
                        step_n=len(steps), step_mean_s=mean(steps), step_median_s=statistics.median(steps),
                        samples_per_s=samples / sum(total))
         rows.append(row)
@@ -82,10 +82,10 @@ def add_speedups(table: pd.DataFrame) -> pd.DataFrame:
         base = records[fitting[0]]
         for i in fitting:
             row = records[i]
-            total_speedup = speedup(base["total_epoch_mean_s"], row["total_epoch_mean_s"])
+            total_speedup = speedup(base["epoch_time_mean_s"], row["epoch_time_mean_s"])
             columns["baseline_devices"][i] = base["devices"]
             columns["speedup"][i] = total_speedup
-            columns["train_speedup"][i] = speedup(base["train_epoch_mean_s"], row["train_epoch_mean_s"])
+            columns["train_speedup"][i] = speedup(base["train_time_mean_s"], row["train_time_mean_s"])
             columns["efficiency"][i] = efficiency(row["scaling"], speedup_n=total_speedup, n_base=base["devices"],
                                                   n=row["devices"], step_base=base["step_mean_s"],
                                                   step_n=row["step_mean_s"])
@@ -95,7 +95,7 @@ def add_speedups(table: pd.DataFrame) -> pd.DataFrame:
 
 
 PHASE_COLUMNS = ["sweep", "group_key", "parallel", "data_placement", "per_device_batch", "devices", "step_n"] + \
-    [f"{p}_mean_s" for p in PHASES] + ["train_step_mean_s", "total_epoch_mean_s", "train_epoch_mean_s"]
+    [f"{p}_mean_s" for p in PHASES] + ["train_step_mean_s", "epoch_time_mean_s", "train_time_mean_s"]
 
 
 def phase_table(runs: List[Dict[str, Any]]) -> pd.DataFrame:
@@ -103,13 +103,13 @@ def phase_table(runs: List[Dict[str, Any]]) -> pd.DataFrame:
     path: "data" is host time on the host path and device time on the device path, so the paths are never pooled."""
     rows = []
     for members in by_row(runs).values():
-        timed = [r for r in ok_runs(members) if r["phase_steps_s"] and r["epoch_train_s"] is not None]
+        timed = [r for r in ok_runs(members) if r["phase_steps_s"] and r["train_time_s"] is not None]
         for path, ok in by_data_path(timed).items():
             phases = {p: [s for r in ok for s in r["phase_steps_s"][p]] for p in PHASES}
             row = {**row_identity(ok), "data_placement": path, "step_n": len(phases["data"]),
                    **{f"{p}_mean_s": mean(phases[p]) for p in PHASES},
-                   "total_epoch_mean_s": mean(pool(ok, "epoch_total_s")),
-                   "train_epoch_mean_s": mean(pool(ok, "epoch_train_s"))}
+                   "epoch_time_mean_s": mean(pool(ok, "epoch_time_s")),
+                   "train_time_mean_s": mean(pool(ok, "train_time_s"))}
             row["train_step_mean_s"] = sum(row[f"{p}_mean_s"] for p in PHASES[1:])
             rows.append(row)
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
@@ -120,7 +120,7 @@ COMM_COLUMNS = [
     "compute_step_median_s", "compute_step_min_s", "compute_step_max_s",
     "synced_step_median_s", "synced_step_min_s", "synced_step_max_s",
     "exposed_comm_step_s", "exposed_comm_epoch_s", "compute_epoch_s", "exposed_comm_share",
-    "exposed_comm_step_per_run_s", "nccl_kernel_step_s", "nccl_kernel_epoch_s", "train_epoch_mean_s",
+    "exposed_comm_step_per_run_s", "nccl_kernel_step_s", "nccl_kernel_epoch_s", "train_time_mean_s",
 ]
 
 
@@ -148,7 +148,7 @@ def comm_table(runs: List[Dict[str, Any]]) -> pd.DataFrame:
             "exposed_comm_step_per_run_s": [r["comm_probe"]["sync_median_s"] - r["comm_probe"]["no_sync_median_s"]
                                             for r in ok],
             "nccl_kernel_step_s": nccl, "nccl_kernel_epoch_s": nccl * steps,
-            "train_epoch_mean_s": mean(train) if (train := _train_times(ok)) else math.nan,
+            "train_time_mean_s": mean(train) if (train := _train_times(ok)) else math.nan,
         })
     return pd.DataFrame(rows, columns=COMM_COLUMNS)
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import List
 
 from hpml.analysis.results import WorkloadResults
-from hpml.analysis.sections import Section
 from hpml.analysis.tta.compare import hardware_comparison
 from hpml.analysis.tta.energy import energy_table
 from hpml.analysis.tta.runs import has_evaluation, tta_run
 from hpml.analysis.tta.sections import tta_sections
 from hpml.analysis.tta.tables import tta_table
+from hpml.report_kit.sections import Section
 
 __all__ = ["sections"]
 

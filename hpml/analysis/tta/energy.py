@@ -24,12 +24,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import pandas as pd
 
-from hpml.analysis.sections import Section, Table
-from hpml.analysis.stats import is_missing, olympic_mean_by_time
+from hpml.analysis.stats import olympic_mean_by_time
 from hpml.analysis.telemetry.to_target import POWER_RULE_MIN_HZ, POWER_RULE_MIN_SAMPLES, result_energy_to_target
 from hpml.analysis.tta.tables import COLUMNS, olympic_status, row, row_groups, spread
 from hpml.contract.jsonio import STATE_LIMIT, DamagedFile, load_json
 from hpml.contract.sweep_layout import SLURM_ENERGY_FILE
+from hpml.report_kit.numbers import is_missing
+from hpml.report_kit.sections import Section, Table
 
 NAN = float("nan")
 SECONDS_PER_HOUR = 3600.0
@@ -65,7 +66,7 @@ def run_fields(doc: Mapping[str, Any], last_epoch: Optional[int], tta_s: Optiona
 
 
 def slurm_energy(doc: Mapping[str, Any]) -> Dict[str, Any]:
-    """SLURM's accounting of the point's job, as the launcher kept it beside the result (launcher/slurm_energy.py):
+    """SLURM's accounting of the point's job, as the launcher kept it beside the result (launcher/backends/slurm/energy.py):
     slurm_asked (the file exists: a SLURM sweep whose status was asked after the job ended), slurm_energy_j (sacct's
     ConsumedEnergy, J; None where the cluster records none), slurm_plugin (AcctGatherEnergyType)."""
     path = Path(str(doc.get("path") or "")).parent / SLURM_ENERGY_FILE

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from hpml.analysis import figures
 from hpml.analysis.stats import natural_key
+from hpml.report_kit import figures
 
 
 def _pyplot():

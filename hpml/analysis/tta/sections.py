@@ -8,11 +8,12 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from hpml.analysis.sections import Figure, Section, Table
-from hpml.analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, SPREAD_Z, differing_labels, is_missing, natural_key
+from hpml.analysis.stats import OLYMPIC_MIN_RUNS, SAMPLE_DDOF, SPREAD_Z, differing_labels, natural_key
 from hpml.analysis.tta import energy
 from hpml.analysis.tta.compare import MIN_CONVERGED
 from hpml.analysis.tta.plots import curves_png, spread_png
+from hpml.report_kit.numbers import is_missing, number, row_mean_std
+from hpml.report_kit.sections import Figure, Section, Table
 
 TABLE = "tta"
 ENERGY_TABLE = "tta_energy"
@@ -46,19 +47,10 @@ HEADERS = ["hardware", "data path", "runs (n)", "converged", "TTA [s] mean ± st
            "epochs to target mean ± std", "CoV epochs", "steps to target (mean)", "MFU (mean)", "bound"]
 
 
-def _num(value: Any, fmt: str) -> str:
-    return "—" if is_missing(value) else format(value, fmt)
-
-
-def _mean_std(r: Dict[str, Any], prefix: str, fmt: str) -> str:
-    if is_missing(r[f"{prefix}_mean"]):
-        return "—"
-    std = "" if is_missing(r[f"{prefix}_std"]) else f" ± {r[f'{prefix}_std']:{fmt}}"  # no spread of one run
-    return f"{r[f'{prefix}_mean']:{fmt}}{std} (n={r['converged']})"
 
 
 def _olympic(r: Dict[str, Any], key: str) -> str:
-    return _num(r[key], ".2f") if not is_missing(r[key]) else f"— ({r['olympic_status']})"
+    return number(r[key], ".2f") if not is_missing(r[key]) else f"— ({r['olympic_status']})"
 
 
 def _mfu(r: Dict[str, Any]) -> str:
@@ -72,15 +64,15 @@ def table_rows(rows: pd.DataFrame) -> List[List[Any]]:
                   else f"{r['tta_s_median']:.2f} [{r['tta_s_min']:.2f}, {r['tta_s_max']:.2f}]")
         converged = f"{r['converged']}/{r['runs']} ({r['converged_fraction'] * 100:.0f} %)"
         body.append([r["hardware"], r["data_placement"], r["runs"], converged,
-                     _mean_std(r, "tta_s", ".2f"), _num(r["tta_s_cov"], ".4f"), median, _olympic(r, "tta_s_olympic"),
-                     _mean_std(r, "tta_train_s", ".2f"), _num(r["tta_train_s_cov"], ".4f"),
-                     _olympic(r, "tta_train_s_olympic"), _mean_std(r, "epochs", ".2f"), _num(r["epochs_cov"], ".4f"),
-                     _num(r["steps_mean"], ".1f"), _mfu(r), r["bound"] or "n/a"])
+                     row_mean_std(r, "tta_s", ".2f", n_key="converged"), number(r["tta_s_cov"], ".4f"), median, _olympic(r, "tta_s_olympic"),
+                     row_mean_std(r, "tta_train_s", ".2f", n_key="converged"), number(r["tta_train_s_cov"], ".4f"),
+                     _olympic(r, "tta_train_s_olympic"), row_mean_std(r, "epochs", ".2f", n_key="converged"), number(r["epochs_cov"], ".4f"),
+                     number(r["steps_mean"], ".1f"), _mfu(r), r["bound"] or "n/a"])
     return body
 
 
 MEASURE_NAMES = {"tta_s": ("TTA (evaluation included)", "s"), "epochs": ("epochs to target", "epochs")}
-# ASCII formulas: the headers and the text are also the LaTeX table's header and caption (analysis.latex)
+# ASCII formulas: the headers and the text are also the LaTeX table's header and caption (report_kit.latex)
 COMPARISON_HEADERS = ["data path", "target", "measure", "hardware A", "mean A (n)", "hardware B", "mean B (n)",
                       "difference A - B", "% of the slower", "threshold", "verdict"]
 VERDICTS = {True: "exceeds the spread", False: "within the spread"}

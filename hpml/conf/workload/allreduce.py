@@ -11,8 +11,7 @@ from enum import Enum
 from typing import List, Optional
 
 from hpml.conf.dtypes import DTYPE_BYTES, DType
-from hpml.conf.limits import require_buffer, require_repeats
-from hpml.conf.validation import MISSING, require
+from hpml.conf.validation import MISSING, require, require_buffer, require_repeats
 from hpml.conf.workload_contract import WorkloadConfig
 
 

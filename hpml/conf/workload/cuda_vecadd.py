@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, List, Mapping, Optional, Type
 
-from hpml.conf.limits import require_repeats
 from hpml.conf.resources import ResourcesConfig
-from hpml.conf.validation import MISSING, ConfigValueError, require
+from hpml.conf.validation import MISSING, ConfigValueError, require, require_repeats
 from hpml.conf.workload_contract import Device, WorkloadConfig
 
 

@@ -12,17 +12,18 @@ from typing import List
 
 from hpml.conf.dtypes import DType
 from hpml.conf.hardware.gpu_peaks import PEAKS
-from hpml.conf.limits import (
+from hpml.conf.model_input import input_problem
+from hpml.conf.resources import ResourcesConfig
+from hpml.conf.torchvision_models import model_problem
+from hpml.conf.validation import (
+    MISSING,
+    require,
     require_buffer,
     require_classes,
     require_input_batch,
     require_repeats,
     require_square_matrix,
 )
-from hpml.conf.model_input import input_problem
-from hpml.conf.resources import ResourcesConfig
-from hpml.conf.torchvision_models import model_problem
-from hpml.conf.validation import MISSING, require
 from hpml.conf.workload_contract import WorkloadConfig, check_one_process
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List
 
-from hpml.conf.limits import require_buffer, require_repeats, require_square_matrix
 from hpml.conf.resources import ResourcesConfig
-from hpml.conf.validation import MISSING, require
+from hpml.conf.validation import MISSING, require, require_buffer, require_repeats, require_square_matrix
 from hpml.conf.workload_contract import WorkloadConfig
 
 # Matmul dtypes, named as the peak table's tflops keys (conf/hardware/gpu_peaks.py): fp32 is float32 with TF32

@@ -24,9 +24,8 @@ from hpml.conf.data_on_disk import (
     unreadable_cifar10,
 )
 from hpml.conf.idx_data import IDX_DATASETS, idx_problem
-from hpml.conf.limits import require_classes, require_repeats
 from hpml.conf.resources import ResourcesConfig
-from hpml.conf.validation import MISSING, require
+from hpml.conf.validation import MISSING, require, require_classes, require_repeats
 from hpml.conf.workload_contract import WorkloadConfig, check_one_process
 
 # The networks the workload can quantize: chains of convolutions and linear layers (batch norm folded into the

@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import List, Optional
 
-from hpml.conf.limits import require_classes, require_input_batch, require_repeats
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import torchvision_models
-from hpml.conf.validation import MISSING, require, require_price, shown
+from hpml.conf.validation import (
+    MISSING,
+    require,
+    require_classes,
+    require_input_batch,
+    require_price,
+    require_repeats,
+    shown,
+)
 from hpml.conf.workload_contract import Backend, Scaling, WorkloadConfig, check_strong_scaling_batch
 from hpml.contract.train_format import per_worker_batch as worker_batch
 

@@ -15,11 +15,10 @@ from typing import List, Optional
 from hpml.conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
 from hpml.conf.data_on_disk import CIFAR10_SIDE
 from hpml.conf.idx_data import IDX_SIDE
-from hpml.conf.limits import require_buffer, require_input_batch, require_repeats
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import model_problem
-from hpml.conf.validation import MISSING, require, require_price
+from hpml.conf.validation import MISSING, require, require_buffer, require_input_batch, require_price, require_repeats
 from hpml.conf.workload.train_data import (
     REAL_DATASETS,
     Dataset,

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from typing import Dict, Sequence
 
-from hpml.conf.schema import ClusterKind
-from hpml.launcher.backends.base import Backend, JobStates
+from hpml.conf.schema import ClusterKind, HpmlConfig
+from hpml.conf.validation import require
+from hpml.launcher.backends.base import Backend, JobStates, SweepInterrupted
 from hpml.launcher.backends.local import LocalBackend
 from hpml.launcher.backends.slurm import SlurmBackend
 from hpml.launcher.jobspec import JobSpec
 
 BACKENDS: Dict[ClusterKind, Backend] = {backend.kind: backend for backend in (LocalBackend(), SlurmBackend())}
 
-__all__ = ["BACKENDS", "Backend", "JobStates", "backend_of", "backend_of_manifest", "backend_of_specs"]
+__all__ = ["BACKENDS", "Backend", "JobStates", "SweepInterrupted", "backend_of", "backend_of_manifest",
+           "backend_of_specs", "check_config"]
 
 
 def backend_of(kind: ClusterKind) -> Backend:
@@ -30,3 +32,14 @@ def backend_of_specs(specs: Sequence[JobSpec]) -> Backend:
     if len(kinds) != 1:
         raise ValueError(f"one sweep runs on one cluster; this one mixes {sorted(k.value for k in kinds)}")
     return backend_of(kinds.pop())
+
+
+def check_config(config: HpmlConfig) -> None:
+    """The keys whose allowed values depend on where the points run, checked by the launcher for every point it
+    plans or reruns, before anything is written (conf/ names no kind: workers validate the same config without the
+    backends). Raises ConfigValueError, one line naming the key."""
+    packing = ", ".join(f"cluster={kind.value}" for kind, backend in BACKENDS.items() if backend.packs_points)
+    require(config.cluster.points_per_job == 1 or backend_of(config.cluster.kind).packs_points,
+            "cluster.points_per_job",
+            f"1 on cluster={config.cluster.kind.value} (its points run in turn already); more only on {packing}",
+            config.cluster.points_per_job)

@@ -1,9 +1,11 @@
-"""What a cluster backend is: the four things `hpml launch`, `hpml resume` and `hpml status` ask of the place
-where points run. Everything that differs between running locally and on SLURM is behind these; the callers
-never branch on the cluster kind (docs/adding-a-backend.md)."""
+"""What a cluster backend is: what `hpml launch`, `hpml resume` and `hpml status` ask of the place where points
+run (the members below; docs/adding-a-backend.md has them in one table). Everything that differs between
+running locally and on SLURM is behind these, and each backend's code is in its own folder (backends/local/,
+backends/slurm/); the callers never branch on the cluster kind and never import a backend's module."""
 
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -13,8 +15,18 @@ from hpml.launcher.errors import LaunchError
 from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 
-# {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/scheduler_state.py
+# {job id: {"state": <scheduler state, lower case>, ...}}; see launcher/backends/slurm/states.py
 JobStates = Dict[str, Dict[str, str]]
+
+
+class SweepInterrupted(Exception):
+    """The launch was stopped by a signal; the message is one line."""
+
+    def __init__(self, signum: int, sweep_dir: Path, unfinished: List[int]):
+        self.exit_code = 128 + signum
+        points = ", ".join(map(str, unfinished)) or "none"
+        super().__init__(f"interrupted by {signal.Signals(signum).name}; unfinished point(s): {points}; "
+                         f"finish the sweep with `hpml resume {sweep_dir}`")
 
 
 class Backend(ABC):
@@ -22,6 +34,9 @@ class Backend(ABC):
     # True where submit() runs the points and returns once they have ended (local); False where it queues them
     # and returns at once (SLURM), and the caller waits, unless sweep.wait=false.
     runs_in_this_process: bool
+    # Whether one job may run several sweep points in turn (cluster.points_per_job > 1); False where the points
+    # run in turn already (local). Checked for every planned point by backends.check_config.
+    packs_points: bool
 
     @abstractmethod
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
@@ -32,8 +47,8 @@ class Backend(ABC):
     def submit(self, sweep_dir: Path, manifest: Dict, specs: Sequence[JobSpec], settings: HpmlConfig,
                on_tick: Callable[[], None]) -> None:
         """Runs or queues the points, recording each job id in the manifest as it is known. Raises
-        launcher.local_runner.SweepInterrupted when a signal stops the sweep, LaunchError when the scheduler refuses
-        it (the points it did not take stay not_submitted)."""
+        SweepInterrupted when a signal stops the sweep, LaunchError when the scheduler refuses it (the points it
+        did not take stay not_submitted)."""
 
     @abstractmethod
     def job_states(self, manifest: Dict) -> Optional[JobStates]:
@@ -52,6 +67,14 @@ class Backend(ABC):
         """Queues `hpml report` to run by itself once every job of the sweep has ended, for a sweep nobody waits
         for (sweep.wait=false), recording it in the manifest. A backend whose submit() runs the points itself
         needs none: the launch that ran them is there at the end."""
+
+    def has_report_job(self, manifest: Dict) -> bool:
+        """Whether the sweep has a report job queued already (a resume then queues a new one after its arrays)."""
+        return False
+
+    def report_line(self, manifest: Dict, jobs: Optional[JobStates]) -> Optional[str]:
+        """`hpml status`'s line for the sweep's report job; None where it has none."""
+        return None
 
     def job_resources(self, job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
         """For `hpml resume --grow`: per point, the memory and time its last job (job_ids[point]) had and the most

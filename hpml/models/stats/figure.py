@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpml.analysis.figures import save
 from hpml.models.stats.counting import ModelStats
 from hpml.models.stats.tables import title
+from hpml.report_kit.figures import save
 
 # one bar per label row up to this many layers; more and the labels are thinned out
 _LABELLED_LAYERS = 80

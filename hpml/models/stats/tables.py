@@ -13,22 +13,16 @@ from typing import List, Optional, Sequence
 
 import pandas as pd
 
-from hpml.analysis.latex import latex_table
-from hpml.analysis.sections import Section, Table, report_markdown
 from hpml.models.stats.counting import ModelStats
 from hpml.models.stats.inception import Comparison, Variant
 from hpml.models.stats.receptive_field import Field
+from hpml.report_kit.latex import latex_table
+from hpml.report_kit.numbers import si
+from hpml.report_kit.sections import Section, Table, report_markdown
 
 FORMATS = ("md", "csv", "tex")
 OUTSIDE_ROW = "(outside leaf modules)"
 
-
-def si(value: float, unit: str = "") -> str:
-    """3 significant digits with a decimal prefix: 3211264 -> "3.21 M", 1728 -> "1.73 k", 0 -> "0"."""
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}".rstrip() if value else "0"
 
 
 def shape_text(shape: Sequence[int]) -> str:

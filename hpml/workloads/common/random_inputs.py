@@ -7,7 +7,7 @@ from typing import Optional
 
 import torch
 
-from hpml.conf.limits import IMAGE_CHANNELS
+from hpml.contract.limits import IMAGE_CHANNELS
 
 
 def random_images(count: int, image_size: int, *, generator: Optional[torch.Generator] = None,

@@ -1,7 +1,7 @@
 """The local runner: a sweep's points as processes on this machine, through submitit's LocalExecutor.
 
 At most cluster.max_parallel points run at a time (1 by default, so the timings of one point are not
-disturbed by another); the launch waits until all have run. (The SLURM counterpart: launcher/slurm.py.)
+disturbed by another); the launch waits until all have run. (The SLURM counterpart: launcher/backends/slurm/submit.py.)
 
 Interrupts. A Ctrl-C (SIGINT to the terminal's whole process group), a SIGTERM or a SIGHUP stops the sweep:
 no further point starts, each running point's job is told to stop (SIGTERM to its submitit controller, which
@@ -26,6 +26,7 @@ import submitit
 
 from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
 from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
+from hpml.launcher.backends.base import SweepInterrupted
 from hpml.launcher.child_python import python_shell, safe_path_environment
 from hpml.launcher.failure_reason import died_before_start
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
@@ -38,16 +39,6 @@ RESEND_S = 1.0  # a point job that had not yet installed its handlers when told 
 # How often a wait between two polls looks whether a running point has ended (a waitpid on its controller): the
 # launch goes on (next point, progress line, return) within this of a point's end, whatever cluster.poll_s is.
 END_CHECK_S = 0.2
-
-
-class SweepInterrupted(Exception):
-    """The launch was stopped by a signal; the message is one line."""
-
-    def __init__(self, signum: int, sweep_dir: Path, unfinished: List[int]):
-        self.exit_code = 128 + signum
-        points = ", ".join(map(str, unfinished)) or "none"
-        super().__init__(f"interrupted by {signal.Signals(signum).name}; unfinished point(s): {points}; "
-                         f"finish the sweep with `hpml resume {sweep_dir}`")
 
 
 class StopFlag:

@@ -2,7 +2,7 @@
 
 Each array task is one sweep point: `nodes` tasks (one per node) each running torchrun. The point numbers
 of the sweep are kept whatever the split: the manifest maps each point to its array job id and index.
-(The local counterpart is launcher/local_runner.py; the checks before submitting: launcher/slurm_preflight.py.)
+(The local counterpart is launcher/backends/local/runner.py; the checks before submitting: launcher/backends/slurm/preflight.py.)
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import submitit
 
 from hpml.contract.sweep_layout import JOBS_DIR
+from hpml.launcher.backends.slurm.requests import gpu_request
 from hpml.launcher.child_python import python_shell
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.packed_job import PackedJob
 from hpml.launcher.point_job import PointJob
-from hpml.launcher.slurm_requests import gpu_request
 
 # SIGUSR2 this long before the time limit: PointJob.checkpoint() then requeues the point, which resumes
 # from its last epoch checkpoint.
@@ -94,7 +94,7 @@ def executor_parameters(shape: ResourceShape, max_parallel: int) -> Dict:
         job_name="hpml",
     )
     # A GPU request of the user's own in sbatch_extra (a typed --gres=gpu:a100:4) replaces hpml's untyped
-    # --gpus-per-node; the preflight made sure both ask for the same count (launcher/slurm_preflight.py).
+    # --gpus-per-node; the preflight made sure both ask for the same count (launcher/backends/slurm/preflight.py).
     if shape.gpus_per_node and gpu_request(shape) is None:
         params["gpus_per_node"] = shape.gpus_per_node
     if shape.mem_gb:

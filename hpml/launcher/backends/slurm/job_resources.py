@@ -8,10 +8,10 @@ import re
 import subprocess
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from hpml.launcher.backends.slurm.preflight import expand_nodelist, scontrol_records, time_limit_minutes
+from hpml.launcher.backends.slurm.requests import NULL_VALUES, memory_limit_mb, node_features, real_memory_mb
 from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
-from hpml.launcher.slurm_preflight import expand_nodelist, scontrol_records, time_limit_minutes
-from hpml.launcher.slurm_requests import NULL_VALUES, memory_limit_mb, node_features, real_memory_mb
 
 MB_PER_UNIT = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 

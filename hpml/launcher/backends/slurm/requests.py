@@ -2,7 +2,7 @@
 
 Pure: scontrol's node records (dicts of its Key=Value text) and the point's ResourceShape in, values out, so
 each rule is tested on literal inputs (tests/test_slurm_parsers.py). The checks that use them, and the words
-they print, are in launcher/slurm_preflight.py.
+they print, are in launcher/backends/slurm/preflight.py.
 
 GRES, as sbatch and `scontrol show node` write them:
     node      Gres=gpu:a100:4(S:0-1),gpu:v100:2      name:type:count, a socket list in parentheses

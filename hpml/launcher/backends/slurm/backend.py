@@ -1,6 +1,6 @@
-"""The SLURM backend: one job array per resource shape, split at MaxArraySize (launcher/slurm.py writes and
+"""The SLURM backend: one job array per resource shape, split at MaxArraySize (launcher/backends/slurm/submit.py writes and
 submits them through submitit); states from one squeue call, sacct only for jobs that left the queue
-(launcher/scheduler_state.py); the preflight asks the cluster (launcher/slurm_preflight.py)."""
+(launcher/backends/slurm/states.py); the preflight asks the cluster (launcher/backends/slurm/preflight.py)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,25 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
-from hpml.launcher import slurm, slurm_energy, slurm_job_resources
 from hpml.launcher.backends.base import Backend, JobStates
+from hpml.launcher.backends.slurm import energy as slurm_energy
+from hpml.launcher.backends.slurm import job_resources as slurm_job_resources
+from hpml.launcher.backends.slurm import submit as slurm
+from hpml.launcher.backends.slurm.limits import Limit, submit_room
+from hpml.launcher.backends.slurm.preflight import preflight as slurm_preflight
+from hpml.launcher.backends.slurm.preflight import scontrol_records
+from hpml.launcher.backends.slurm.report_job import REPORT_KEY, queue_report_job, report_line, report_problems
+from hpml.launcher.backends.slurm.states import scheduler_states, scheduler_text
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.grow import JobResources
 from hpml.launcher.jobspec import JobSpec
 from hpml.launcher.manifest import write_manifest
-from hpml.launcher.report_job import REPORT_KEY, queue_report_job, report_problems
-from hpml.launcher.scheduler_state import scheduler_states, scheduler_text
-from hpml.launcher.slurm_limits import Limit, submit_room
-from hpml.launcher.slurm_preflight import preflight as slurm_preflight
-from hpml.launcher.slurm_preflight import scontrol_records
 
 
 class SlurmBackend(Backend):
     kind = ClusterKind.slurm
     runs_in_this_process = False
+    packs_points = True
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
         problems = slurm_preflight(list(specs))
@@ -55,6 +58,12 @@ class SlurmBackend(Backend):
     def queue_report(self, sweep_dir: Path, manifest: Dict, settings: HpmlConfig) -> None:
         queue_report_job(sweep_dir, manifest, settings.cluster)
 
+    def has_report_job(self, manifest: Dict) -> bool:
+        return bool(manifest.get(REPORT_KEY))
+
+    def report_line(self, manifest: Dict, jobs: Optional[JobStates]) -> Optional[str]:
+        return report_line(manifest, jobs)
+
     def job_resources(self, job_ids: Dict[int, str], specs: Sequence[JobSpec]) -> Dict[int, JobResources]:
         return slurm_job_resources.job_resources(job_ids, specs)
 
@@ -62,7 +71,7 @@ class SlurmBackend(Backend):
         return []  # a SLURM point's runner is its job, which the scheduler answers for
 
     def record_accounting(self, sweep_dir: Path, manifest: Dict, ended: Dict[int, str]) -> None:
-        """sacct's ConsumedEnergy of the ended jobs not recorded yet (launcher/slurm_energy.py): one sacct call."""
+        """sacct's ConsumedEnergy of the ended jobs not recorded yet (launcher/backends/slurm/energy.py): one sacct call."""
         missing = slurm_energy.not_recorded(sweep_dir, ended)
         if not missing:
             return

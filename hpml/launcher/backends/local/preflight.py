@@ -1,6 +1,6 @@
 """Checks of a local sweep against this machine, before anything is written: one line per problem, each
 naming the key and the value that works here. (The SLURM counterpart, which asks the cluster, is
-launcher/slurm_preflight.py.)
+launcher/backends/slurm/preflight.py.)
 
 The config alone cannot tell whether a point fits the machine: a GPU preset on a host without a GPU would
 otherwise run on the CPU without a word, and a million workers would end in "Argument list too long".

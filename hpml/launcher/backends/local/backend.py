@@ -1,5 +1,5 @@
 """The local backend: the points run as processes of this host, started and watched by the `hpml launch` (or
-`hpml resume`) that runs them (launcher/local_runner.py, submitit's local executor underneath)."""
+`hpml resume`) that runs them (launcher/backends/local/runner.py, submitit's local executor underneath)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
 from hpml.launcher.backends.base import Backend, JobStates
+from hpml.launcher.backends.local.preflight import local_problems
+from hpml.launcher.backends.local.runner import local_job_log, run_local
 from hpml.launcher.jobspec import JobSpec
-from hpml.launcher.local_preflight import local_problems
-from hpml.launcher.local_runner import local_job_log, run_local
 from hpml.launcher.manifest import write_manifest
-from hpml.launcher.scheduler_state import process_alive
+from hpml.launcher.processes import process_alive
 
 
 class LocalBackend(Backend):
     kind = ClusterKind.local
     runs_in_this_process = True
+    packs_points = False
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
         return local_problems(list(configs))

@@ -25,12 +25,15 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 import pandas as pd
 
-from hpml.analysis.latex import latex_table
-from hpml.analysis.results import MALFORMED
+from hpml.report_kit.latex import latex_table
 
 # Past this many configurations, a table kind that is one table per configuration becomes one table with the
 # configuration in its first column (issue 25: 5,000 sweeps made 10,000 tables nobody reads; same CSV rows).
 MAX_GROUP_TABLES = 20
+
+# What reading a result's measurements raises when one is missing, of the wrong type or out of range (a damaged
+# or hand-edited result.json): the result is left out with the error, the report goes on
+MALFORMED = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError)
 
 
 @dataclass

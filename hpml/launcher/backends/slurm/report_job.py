@@ -17,13 +17,13 @@ from typing import Dict, List, Optional, Sequence
 
 from hpml.conf.schema import ClusterConfig
 from hpml.contract.sweep_layout import JOBS_DIR
+from hpml.launcher.backends.slurm.preflight import time_limit_minutes
+from hpml.launcher.backends.slurm.states import squeue_states
+from hpml.launcher.backends.slurm.submit import guarded_setup, outside_of_any_job, sbatch_reason
 from hpml.launcher.child_python import python_argv
 from hpml.launcher.errors import LaunchError
 from hpml.launcher.failure_reason import job_log_reason
 from hpml.launcher.manifest import write_manifest
-from hpml.launcher.scheduler_state import squeue_states
-from hpml.launcher.slurm import guarded_setup, outside_of_any_job, sbatch_reason
-from hpml.launcher.slurm_preflight import time_limit_minutes
 
 REPORT_KEY = "report_job"  # the manifest's record of it
 REPORT_OUT = "report"  # <sweep>/report/: what `hpml report` writes by default, too
@@ -113,7 +113,7 @@ def queue_report_job(sweep_dir: Path, manifest: Dict, cluster: ClusterConfig) ->
 def report_problems(cluster: ClusterConfig, partitions: List[Dict[str, str]]) -> List[str]:
     """What would make sbatch refuse the report job, one line each (pure; partitions: `scontrol show partition
     -o` records): a report partition that does not exist, a time limit above its partition's MaxTime. The
-    sweep's own partition is checked with its points (slurm_preflight)."""
+    sweep's own partition is checked with its points (backends/slurm/preflight.py)."""
     names = [p.get("PartitionName", "?") for p in partitions]
     if cluster.report_partition:
         if cluster.report_partition not in names:

@@ -12,8 +12,7 @@ import shutil
 import subprocess
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
-from hpml.launcher.slurm_requests import (
+from hpml.launcher.backends.slurm.requests import (
     NULL_VALUES,
     gpu_request,
     memory_limit_mb,
@@ -23,6 +22,7 @@ from hpml.launcher.slurm_requests import (
     real_memory_mb,
     satisfies_constraint,
 )
+from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 
 UNLIMITED_TIMES = ("UNLIMITED", "INFINITE", "NONE")
 # (the key and value a user set, does this node meet it, what it asks in words)
