@@ -19,6 +19,7 @@ from hpml.analysis.results import load_results
 from hpml.conf.schema import config_from_dict
 from hpml.conf.validation import ConfigValueError
 from hpml.conf.workload.allreduce import AllreduceConfig
+from hpml.contract.result_format import SCHEMA_VERSION
 from hpml.workloads.allreduce.__main__ import derive_size, fill_check_pattern, sum_is_correct
 
 KiB = 1024
@@ -137,7 +138,7 @@ def torchrun_result(tmp_path_factory, compose_values):
 
 def test_torchrun_run_is_ok_and_correct_at_every_configured_size(torchrun_result):
     result, stdout = torchrun_result
-    assert result["schema_version"] == 1 and result["status"] == "ok" and result["reason"] is None
+    assert result["schema_version"] == SCHEMA_VERSION and result["status"] == "ok" and result["reason"] is None
     assert result["identity"]["workload"] == "allreduce" and result["identity"]["point"] == 0
     assert result["environment"]["world_size"] == 2 and result["environment"]["backend"] == "gloo"
     assert result["environment"]["env"]["NCCL_MIN_NCHANNELS"] == "32"

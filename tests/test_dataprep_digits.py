@@ -126,7 +126,7 @@ def test_a_target_with_files_is_refused_unless_forced(tmp_path, capsys):
     assert not (tmp_path / "fresh" / "cifar-10-batches-py").exists()  # refused before writing anything
     (tmp_path / "a_file").write_text("")
     assert hpml(["data", "digits", "--root", str(tmp_path / "a_file")]) == 2
-    assert "a_file exists and is not a directory" in capsys.readouterr().err
+    assert "a_file exists and is not a folder" in capsys.readouterr().err
 
     assert hpml(["data", "digits", "--root", str(tmp_path / "data"), "--ood", str(tmp_path / "ood"), "--force"]) == 0
     out = capsys.readouterr().out

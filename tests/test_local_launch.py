@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hpml.analysis.results import load_results
+from hpml.contract.result_format import SCHEMA_VERSION
 from tests.conftest import launch_then_damage
 
 
@@ -43,7 +44,7 @@ def test_each_point_keeps_config_result_state_and_logs(quickstart):
     for point, world in ((0, 1), (1, 2)):
         folder = sweep / "points" / str(point)
         result = json.loads((folder / "result.json").read_text())
-        assert result["schema_version"] == 1 and result["status"] == "ok"
+        assert result["schema_version"] == SCHEMA_VERSION and result["status"] == "ok"
         assert result["identity"] == {"sweep": "quickstart", "point": point, "repeat": 0, "seed": 0,
                                       "workload": "train"}
         assert result["environment"]["world_size"] == world

@@ -23,7 +23,8 @@ REPEATS = {
     "quantize": ["timing_warmup", "timing_repetitions"],
     "synthetic": ["num_warmup_batches", "num_batches_per_iter", "num_iters", "backward_passes_per_step",
                   "paired_rounds"],
-    "train": ["comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "overhead_check_rounds"],
+    "train": ["comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "overhead_check_rounds",
+              "bound_probe_steps"],
 }
 EPOCHS = {"dataloader": ["epochs"], "quantize": ["epochs"], "train": ["epochs"]}
 # integer fields whose names read like repeat counts but are not: what each is instead

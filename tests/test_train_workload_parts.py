@@ -73,6 +73,7 @@ def test_gradient_bytes_counts_trainable_parameters():
 def test_cifar_stem_replaces_the_imagenet_stem():
     class Cfg:
         model, num_classes, cifar_stem, channels_last, activation_checkpointing = "resnet18", 10, True, False, False
+        input_channels = 3
 
     model = build_model(Cfg(), torch.device("cpu"))
     assert model.conv1.kernel_size == (3, 3) and model.conv1.stride == (1, 1)
@@ -86,6 +87,7 @@ def test_cifar_stem_replaces_the_imagenet_stem():
 def test_auto_dataset_takes_cifar10_only_when_every_file_is_there(tmp_path):
     class Cfg:
         dataset, data_root, image_size, num_classes, synthetic_samples = Dataset.auto, str(tmp_path), 32, 10, 64
+        max_samples = None
 
     kind, note = resolve_dataset(Cfg())
     assert kind == Dataset.synthetic and "found no CIFAR-10" in note and "3x32x32" in note

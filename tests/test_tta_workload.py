@@ -47,7 +47,8 @@ def test_a_run_stops_at_its_target_and_keeps_its_model(digits, tmp_path):
     assert all(0 <= top1 <= 1 for top1 in evaluation["top1"])
     saved = torch.load(folder / MODEL_FILE, weights_only=True)
     assert saved["format"] == SAVED_MODEL_FORMAT and saved["hardware"] == "cpu"
-    assert saved["model"] == {"name": "hpml_cnn", "num_classes": 10, "image_size": 32, "cifar_stem": False}
+    assert saved["model"] == {"name": "hpml_cnn", "num_classes": 10, "image_size": 32, "cifar_stem": False,
+                              "in_channels": 3, "padding": 0}
     assert saved["classes"] == [str(i) for i in range(10)]
 
     scored = run_hpml(["evaluate", str(folder.parent.parent), "--images", str(digits / "ood")], cwd=tmp_path)

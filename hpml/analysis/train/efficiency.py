@@ -20,6 +20,7 @@ import pandas as pd
 
 from hpml.contract.result_format import timed_epoch_indices
 from hpml.contract.step_efficiency import bound_of_record, mfu
+from hpml.report_kit.numbers import number
 
 NOT_RECORDED = "not recorded (the result predates MFU: schema version 1)"
 TECHNIQUE_KEYS = ("precision", "channels_last", "compile", "cuda_graphs")
@@ -104,12 +105,6 @@ def efficiency_table(docs: List[Mapping[str, Any]], label_of) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EFFICIENCY_COLUMNS)
 
 
-def percent(value: Optional[float], na: Optional[str] = None) -> str:
-    return f"{100 * value:.1f} %" if value is not None else "n/a"
-
-
-def number(value: Optional[float], fmt: str, scale: float = 1.0) -> str:
-    return "—" if value is None or value != value else format(value * scale, fmt)
 
 
 MFU_INTRO = ("MFU: model FLOPs per sample (forward + backward, FlopCounterMode: 2 FLOPs per MAC, no recomputation, "
@@ -126,12 +121,12 @@ def na_lines(table: pd.DataFrame) -> str:
 
 
 def _share_cells(r: Mapping[str, Any]) -> List[str]:
-    return [percent(r[f"{share}_share"]) for share in ("busy", "data", "comm")]
+    return [number(r[f"{share}_share"], ".1f", 100, " %", missing="n/a") for share in ("busy", "data", "comm")]
 
 
 def scaling_cells(r: Mapping[str, Any]) -> List[Any]:
     return [r["label"], r["model"], r["devices"], r["per_device_batch"], r["runs"], number(r["step_median_s"], ".2f", 1e3),
-            number(r["achieved_tflops"], ".1f"), percent(r["mfu"]), r["bound"] or "n/a", *_share_cells(r),
+            number(r["achieved_tflops"], ".1f"), number(r["mfu"], ".1f", 100, " %", missing="n/a"), r["bound"] or "n/a", *_share_cells(r),
             r["knob"] or ""]
 
 
@@ -142,7 +137,7 @@ SCALING_HEADERS = ["configuration", "model", "devices", "per-device batch", "run
 def technique_cells(r: Mapping[str, Any]) -> List[Any]:
     return [r["label"], r["model"], r["precision"], "yes" if r["channels_last"] else "no", r["compile"],
             "yes" if r["cuda_graphs"] else "no", r["per_device_batch"], r["runs"], number(r["step_median_s"], ".2f", 1e3),
-            number(r["achieved_tflops"], ".1f"), percent(r["mfu"]), r["bound"] or "n/a", *_share_cells(r),
+            number(r["achieved_tflops"], ".1f"), number(r["mfu"], ".1f", 100, " %", missing="n/a"), r["bound"] or "n/a", *_share_cells(r),
             number(r["first_step_extra_s"], ".2f"), number(r["graph_capture_s"], ".1f", 1e3)]
 
 

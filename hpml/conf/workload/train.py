@@ -211,7 +211,8 @@ class TrainConfig(WorkloadConfig):
             require(getattr(self, key) >= 0, f"workload.{key}", "an integer >= 0 (0: off)", getattr(self, key))
         require(self.overhead_check_rounds >= 1, "workload.overhead_check_rounds", "an integer >= 1",
                 self.overhead_check_rounds)
-        require_repeats(self, ("comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "overhead_check_rounds"),
+        require_repeats(self, ("comm_probe_steps", "profile_comm_steps", "overhead_check_steps", "overhead_check_rounds",
+                               "bound_probe_steps"),
                         epochs=("epochs",))
         require(self.eval_every >= 0, "workload.eval_every", "an integer >= 0 (0: no evaluation)", self.eval_every)
         require(self.eval_every == 0 or self.dataset in REAL_DATASETS, "workload.eval_every",
