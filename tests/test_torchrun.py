@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 from hpml.conf.schema import config_from_dict
 from hpml.launcher.jobspec import jobspec_of
-from hpml.launcher.torchrun import Rendezvous, node_addr_of, rendezvous_port, torchrun_command
+from hpml.launcher.torchrun import Rendezvous, die_with_parent, node_addr_of, rendezvous_port, torchrun_command
 
 
 def test_single_node_uses_a_standalone_rendezvous(compose_values):
@@ -47,3 +53,27 @@ def test_multi_node_without_rendezvous_is_refused(compose_values):
 ])
 def test_the_rendezvous_host_is_the_first_nodes_address(record, address):
     assert node_addr_of(record, "n1") == address
+
+
+def test_torchrun_and_its_workers_ignore_slurms_time_limit_warning(tmp_path):
+    # SLURM's --signal=USR2@N reaches every process of the step; the point job's handler answers it, and
+    # torchrun (whose default action on SIGUSR2 is to die) and the workers it starts must outlive it
+    ready = tmp_path / "grandchild.pid"
+    script = ("import subprocess, sys, time; "
+              "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              f"open({str(ready)!r}, 'w').write(str(g.pid)); g.wait()")
+    child = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
+                             preexec_fn=die_with_parent(signal.SIGTERM, ignored=(signal.SIGUSR2,)))
+    try:
+        for _ in range(600):  # the grandchild's pid file, written once it was started
+            if ready.exists() and ready.read_text():
+                break
+            time.sleep(0.05)
+        grandchild = int(ready.read_text())
+        os.killpg(child.pid, signal.SIGUSR2)  # the whole session, as SLURM signals the whole step
+        time.sleep(0.5)
+        assert child.poll() is None, "torchrun's stand-in died of SIGUSR2"
+        os.kill(grandchild, 0)  # raises ProcessLookupError if the worker's stand-in died
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)

@@ -4,17 +4,29 @@ forward shows of the memory a training step keeps (train's step-memory check, co
 One forward on the meta device (no memory; well under a second, once per model and size in a launch) tells
 what a point would otherwise find after its start-up: AlexNet's pooling at 32x32 ("Output size is too small"),
 ViT's fixed 224 ("Wrong image height"). A meta kernel that torch lacks (NotImplementedError) proves nothing, so
-it is no problem here. Imports torch; the launcher's preflight has loaded it already for the model names
-(conf/torchvision_models.py imports torchvision).
+it is no problem here. Imports torch, and torch imports torch._dynamo for the meta kernels: about 3 s of a
+launch on a small CPU, for an answer that depends only on the model's code and the torch and torchvision versions.
+
+So the answer is kept on disk (`$HPML_CACHE_DIR`, else `$XDG_CACHE_HOME/hpml`, else `~/.cache/hpml`), keyed by the
+arguments, those versions and a hash of hpml's model code and of this module, and a later launch reads it without
+importing torch. Only a launch or resume that passed its preflight writes it (`save_meta_forwards`): a refused or
+dry-run launch writes nothing anywhere. A cache that cannot be read or written is no cache (the forward runs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
+import json
+import os
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Set
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Dict, Optional, Set, Tuple
 
 from hpml.conf.validation import named
+from hpml.contract.cache_dir import hpml_cache_dir
 
 
 @dataclass(frozen=True)
@@ -32,9 +44,58 @@ class MetaForward:
     complete: bool = True
 
 
+_UNSAVED: Dict[Path, MetaForward] = {}  # computed in this process, written by save_meta_forwards
+
+
 @functools.lru_cache(maxsize=None)
 def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool = False,
                  channels: int = 3) -> MetaForward:
+    """computed_meta_forward's answer, from the on-disk cache when an earlier launch kept it."""
+    path = _cache_path((model, image_size, num_classes, cifar_stem, channels))
+    try:
+        return MetaForward(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):  # absent, unreadable or not ours: compute it
+        pass
+    answer = computed_meta_forward(model, image_size, num_classes, cifar_stem, channels)
+    _UNSAVED[path] = answer
+    return answer
+
+
+def save_meta_forwards() -> None:
+    """Writes this process's computed answers into the cache (atomically: a reader sees a whole file or none)."""
+    for path, answer in list(_UNSAVED.items()):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f".{path.name}.{os.getpid()}")
+            partial.write_text(json.dumps(dataclasses.asdict(answer)))
+            os.replace(partial, path)
+        except OSError:  # a read-only or full home: the next launch computes it again
+            continue
+        del _UNSAVED[path]
+
+
+@functools.lru_cache(maxsize=None)
+def _code_version() -> str:
+    """What a meta forward's answer depends on beside its arguments: torch's and torchvision's versions, and the
+    source of hpml's models and of this module."""
+    digest = hashlib.sha256()
+    for dist in ("torch", "torchvision"):
+        try:
+            digest.update(f"{dist}={metadata.version(dist)};".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{dist}=none;".encode())
+    for source in [Path(__file__), *sorted((Path(__file__).parents[1] / "models").rglob("*.py"))]:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _cache_path(arguments: Tuple[Any, ...]) -> Path:
+    key = hashlib.sha256(json.dumps([*arguments, _code_version()]).encode()).hexdigest()[:32]
+    return hpml_cache_dir() / "meta_forward" / f"{key}.json"
+
+
+def computed_meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool = False,
+                          channels: int = 3) -> MetaForward:
     """The model built on the meta device (taking `channels` input channels: 1 for Fashion-MNIST) and one forward
     of a 1 x channels x image_size x image_size input, with
     autograd recording, what it saves for backward matched against the leaf modules' outputs.
@@ -95,4 +156,4 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-__all__ = ["MetaForward", "input_problem", "meta_forward"]
+__all__ = ["MetaForward", "computed_meta_forward", "input_problem", "meta_forward", "save_meta_forwards"]

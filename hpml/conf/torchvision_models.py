@@ -1,6 +1,6 @@
 """The classification model names of the installed torchvision, for preflight checks of `workload.model`.
 
-Importing torchvision takes seconds, so the list is cached per torchvision version (~/.cache/hpml/), keeping
+Importing torchvision takes seconds, so the list is cached per torchvision version (contract/cache_dir.py), keeping
 a launch fast; within one process it is read once.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import FrozenSet, Optional
 
 from hpml.conf.validation import named
+from hpml.contract.cache_dir import hpml_cache_dir
 from hpml.models.names import HPML_MODELS
 
 
@@ -19,7 +19,7 @@ from hpml.models.names import HPML_MODELS
 def torchvision_models() -> FrozenSet[str]:
     from importlib.metadata import version
 
-    cache = Path.home() / ".cache" / "hpml" / f"torchvision-{version('torchvision')}-models.json"
+    cache = hpml_cache_dir() / f"torchvision-{version('torchvision')}-models.json"
     try:
         return frozenset(json.loads(cache.read_text()))
     except (OSError, ValueError):

@@ -10,9 +10,11 @@ reads them all. Every name, number and rule the sides must share has its one hom
     contract.cli_args          every verb's argument errors: one `hpml: error:` line, exit 2
     contract.result_format     result.json's schema version, its statuses, the timed-epoch rule, reasons in one line
     contract.result_schema     the envelope every result.json must hold, checked by report and status alike
+    contract.cache_dir         the one folder of hpml's caches ($HPML_CACHE_DIR, XDG, ~/.cache/hpml)
     contract.units             GB (1e9 bytes), GiB (2**30 bytes), milliseconds per second
     contract.rates             TFLOP/s and GB/s of a measured time, as workers and reports compute them
     contract.limits            upper bounds of sizes and repeat counts (workload schemas, saved models)
+    contract.step_efficiency   MFU and the verdict on what bounds a training step, for worker and report
     contract.collectives       the bus factor of each collective (nccl-tests' busbw)
     contract.train_format      the train workload's vocabulary: its step phases, per-worker and per-device batch
     contract.quantize_format   the quantize workload's result and the formulas its worker and report share

@@ -195,7 +195,7 @@ class PointJob:
             if stop.signum is not None:
                 return 128 + stop.signum
             stop.child = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True,
-                                          preexec_fn=die_with_parent(signal.SIGTERM))
+                                          preexec_fn=die_with_parent(signal.SIGTERM, ignored=(signal.SIGUSR2,)))
             if stop.signum is not None:  # the signal came while torchrun was being started
                 stop.stop_child()
             return stop.child.wait()

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import List, Sequence
 
+from hpml.conf.model_input import save_meta_forwards
 from hpml.conf.schema import HpmlConfig
 from hpml.conf.validation import shown
 from hpml.conf.workload_contract import WorkloadConfig
@@ -27,6 +28,8 @@ def sweep_problems(configs: Sequence[HpmlConfig], specs: Sequence[JobSpec], dry_
     if not dry_run and any(config.cluster.assume_gpus is not None for config in configs):
         problems.append("cluster.assume_gpus is for --dry-run only (planning a sweep for another machine); "
                         "drop it to run here")
+    if not problems and not dry_run:  # the sweep goes ahead: keep what the model checks found for the next launch
+        save_meta_forwards()
     return problems
 
 

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional, Sequence
 
 from hpml.launcher.child_python import python_argv
 from hpml.launcher.jobspec import JobSpec
@@ -75,10 +75,15 @@ def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: st
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def die_with_parent(death_signal: int = signal.SIGTERM) -> Callable[[], None]:
+def die_with_parent(death_signal: int = signal.SIGTERM, ignored: Sequence[int] = ()) -> Callable[[], None]:
     """A preexec_fn for the torchrun child: Linux sends it death_signal when the process that started it (the
     point job) dies, even by SIGKILL, so torchrun never outlives it. SIGTERM, not SIGKILL: torchrun then stops
-    its workers itself (SIGTERM, and SIGKILL 30 s later). Elsewhere than Linux it does nothing."""
+    its workers itself (SIGTERM, and SIGKILL 30 s later). Elsewhere than Linux it does nothing.
+
+    The signals in `ignored` are ignored by torchrun and, since an ignored disposition survives exec and fork, by
+    its workers: SLURM's time-limit warning (sbatch --signal without B:) goes to every process of the step, and
+    it is meant for the point job's handler (submitit requeues, or records the timeout); SIGUSR2's default
+    action would kill torchrun first, and the point would read as failed by a signal instead of timed out."""
     parent = os.getpid()
     try:  # looked up here, in the parent: the child runs between fork and exec, where loading could deadlock
         prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
@@ -86,6 +91,8 @@ def die_with_parent(death_signal: int = signal.SIGTERM) -> Callable[[], None]:
         prctl = None
 
     def arm() -> None:
+        for signum in ignored:
+            signal.signal(signum, signal.SIG_IGN)
         if prctl is None or prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0) != 0:
             return
         if os.getppid() != parent:  # the parent died before the prctl: the signal will never come

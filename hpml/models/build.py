@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 
 import torch
-import torchvision
 
 from hpml.models.cifar_resnet import CifarResNet
 from hpml.models.names import CIFAR_RESNET_DEPTHS, HPML_MODELS
@@ -32,6 +31,10 @@ def build_classifier(name: str, num_classes: int, cifar_stem: bool = False, in_c
             raise ValueError(f"workload.cifar_stem=true needs a torchvision ResNet (resnet18, resnet50, ...), not "
                              f"{name} (hpml's cifar_resnet models have the CIFAR stem already)")
         return _BUILDERS[name](num_classes=num_classes, in_channels=in_channels)
+    # imported here: importing torchvision imports torch._dynamo (over a second on a small CPU), which the launcher's
+    # preflight of hpml's own models, run before every launch, never needs
+    import torchvision
+
     model = torchvision.models.get_model(name, num_classes=num_classes)
     if cifar_stem:
         if not isinstance(model, torchvision.models.ResNet):

@@ -27,19 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
+from hpml.contract.cache_dir import hpml_cache_dir
+
 WORKLOAD_DIR = "cuda_vecadd"
 BUILD_RECORD = "build.json"
 
 
 def cache_root(environ: Mapping[str, str] = os.environ) -> Path:
     """<$HPML_CACHE_DIR | $XDG_CACHE_HOME/hpml | ~/.cache/hpml>/cuda_vecadd."""
-    if environ.get("HPML_CACHE_DIR"):
-        base = Path(environ["HPML_CACHE_DIR"])
-    elif environ.get("XDG_CACHE_HOME"):
-        base = Path(environ["XDG_CACHE_HOME"]) / "hpml"
-    else:
-        base = Path(environ.get("HOME") or Path.home()) / ".cache" / "hpml"
-    return base.expanduser() / WORKLOAD_DIR
+    return hpml_cache_dir(environ) / WORKLOAD_DIR
 
 
 def version_text(command: Sequence[str]) -> str:
