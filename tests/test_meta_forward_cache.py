@@ -40,39 +40,38 @@ def test_a_refused_or_dry_run_launch_writes_no_cache_and_a_launch_that_goes_ahea
     assert len(list((cache / "meta_forward").glob("*.json"))) == 1
 
 
-def test_the_kept_answer_is_the_computed_one_and_reading_it_imports_no_torch(tmp_path):
-    from hpml.conf.model_input import computed_meta_forward
-
-    first = read_back(tmp_path)  # nothing kept: computed (torch imported), and not saved by a plain call
-    assert first["torch_imported"] and not (tmp_path / "meta_forward").exists()
-    save = READ_BACK + "from hpml.conf.model_input import save_meta_forwards; save_meta_forwards()\n"
-    subprocess.run([sys.executable, "-c", save], check=True, capture_output=True, timeout=300,
-                   env={"HPML_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
-    second = read_back(tmp_path)
-    assert not second["torch_imported"]
-    assert second["answer"] == first["answer"] == computed_meta_forward("hpml_cnn", 28, 10, False, 1).__dict__
-    assert first["answer"]["parameters"] > 0 and first["answer"]["problem"] is None
-
-
-def test_a_damaged_or_foreign_cache_file_is_computed_again(tmp_path):
+def test_the_kept_answer_is_the_computed_one_and_reading_it_imports_no_torch(tmp_path, monkeypatch):
     from hpml.conf import model_input
 
-    read_back(tmp_path)
-    save = READ_BACK + "from hpml.conf.model_input import save_meta_forwards; save_meta_forwards()\n"
-    subprocess.run([sys.executable, "-c", save], check=True, capture_output=True, timeout=300,
-                   env={"HPML_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
-    [kept] = (tmp_path / "meta_forward").glob("*.json")
+    monkeypatch.setenv("HPML_CACHE_DIR", str(tmp_path))
+    model_input.meta_forward.cache_clear()
+    computed = model_input.meta_forward("hpml_cnn", 28, 10, False, 1)  # nothing kept: computed, and not yet saved
+    assert not (tmp_path / "meta_forward").exists()
+    model_input.save_meta_forwards()
+    read = read_back(tmp_path)  # another process, as the next launch
+    assert not read["torch_imported"]
+    assert read["answer"] == computed.__dict__ == model_input.computed_meta_forward("hpml_cnn", 28, 10, False, 1).__dict__
+    assert computed.parameters > 0 and computed.problem is None
+    model_input.meta_forward.cache_clear()
+
+
+def test_a_damaged_or_foreign_cache_file_is_computed_again(tmp_path, monkeypatch):
+    from hpml.conf import model_input
+
+    monkeypatch.setenv("HPML_CACHE_DIR", str(tmp_path))
+    key = ("hpml_cnn", 28, 10, False, 1)
+    kept = model_input._cache_path(key)
+    kept.parent.mkdir(parents=True)
+    right = model_input.computed_meta_forward(*key)
     for damage in ("{not json", json.dumps({"unknown_field": 1}), json.dumps([1, 2])):
         kept.write_text(damage)
-        again = read_back(tmp_path)
-        assert again["torch_imported"] and again["answer"]["parameters"] > 0
+        model_input.meta_forward.cache_clear()
+        assert model_input.meta_forward(*key) == right
     # another version of torch, torchvision or hpml's model code is another key
-    assert model_input._cache_path(("hpml_cnn", 28, 10, False, 1)).name == kept.name
     model_input._code_version.cache_clear()
-    original = model_input.metadata.version
-    try:
-        model_input.metadata.version = lambda dist: "0.0-other"
-        assert model_input._cache_path(("hpml_cnn", 28, 10, False, 1)).name != kept.name
-    finally:
-        model_input.metadata.version = original
-        model_input._code_version.cache_clear()
+    monkeypatch.setattr(model_input.metadata, "version", lambda dist: "0.0-other")
+    assert model_input._cache_path(key).name != kept.name
+    monkeypatch.undo()
+    model_input._code_version.cache_clear()
+    assert model_input._cache_path(key).name == kept.name
+    model_input.meta_forward.cache_clear()
