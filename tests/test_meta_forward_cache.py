@@ -1,5 +1,5 @@
 """The preflight's model check (one meta-device forward) is kept on disk, so that a later launch needs no torch:
-written only by a launch that goes ahead, read back equal, keyed by the code it depends on."""
+written only by a launch or dry run that passed its checks, read back equal, keyed by the code it depends on."""
 
 from __future__ import annotations
 
@@ -24,20 +24,21 @@ def read_back(cache) -> dict:
     return json.loads(done.stdout)
 
 
-def test_a_refused_or_dry_run_launch_writes_no_cache_and_a_launch_that_goes_ahead_does(tmp_path):
+def test_a_refused_launch_writes_no_cache_and_a_launch_or_dry_run_that_passed_does(tmp_path):
     cache = tmp_path / "cache"
     work = tmp_path / "work"
     work.mkdir()
     base = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.dataset=synthetic"]
     env = {"HPML_CACHE_DIR": str(cache)}
-    dry = run_hpml(["launch", *base, "--dry-run"], cwd=work, env=env)
-    assert dry.returncode == 0, dry.stderr
     refused = run_hpml(["launch", *base, "resources.nodes=2"], cwd=work, env=env)
     assert refused.returncode == 2, refused.stderr
-    assert not (cache / "meta_forward").exists()  # neither wrote a thing
-    launched = run_hpml(["launch", *base, "workload.epochs=2"], cwd=work, env=env)
-    assert launched.returncode == 0, launched.stdout + launched.stderr
-    assert len(list((cache / "meta_forward").glob("*.json"))) == 1
+    assert not (cache / "meta_forward").exists()  # refused: nothing written anywhere
+    dry = run_hpml(["launch", *base, "--dry-run"], cwd=work, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert len(list((cache / "meta_forward").glob("*.json"))) == 1 and not (work / "sweeps").exists()
+    other = run_hpml(["launch", *base, "workload.image_size=16", "workload.epochs=2"], cwd=work, env=env)
+    assert other.returncode == 0, other.stdout + other.stderr  # a launch that ran: its own model check kept too
+    assert len(list((cache / "meta_forward").glob("*.json"))) == 2
 
 
 def test_the_kept_answer_is_the_computed_one_and_reading_it_imports_no_torch(tmp_path, monkeypatch):

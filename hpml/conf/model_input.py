@@ -9,8 +9,8 @@ launch on a small CPU, for an answer that depends only on the model's code and t
 
 So the answer is kept on disk (`$HPML_CACHE_DIR`, else `$XDG_CACHE_HOME/hpml`, else `~/.cache/hpml`), keyed by the
 arguments, those versions and a hash of hpml's model code and of this module, and a later launch reads it without
-importing torch. Only a launch or resume that passed its preflight writes it (`save_meta_forwards`): a refused or
-dry-run launch writes nothing anywhere. A cache that cannot be read or written is no cache (the forward runs).
+importing torch. Only a launch, dry run or resume that passed its preflight writes it (`save_meta_forwards`): a
+refused launch writes nothing anywhere. A cache that cannot be read or written is no cache (the forward runs).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def sweep_problems(configs: Sequence[HpmlConfig], specs: Sequence[JobSpec], dry_
     if not dry_run and any(config.cluster.assume_gpus is not None for config in configs):
         problems.append("cluster.assume_gpus is for --dry-run only (planning a sweep for another machine); "
                         "drop it to run here")
-    if not problems and not dry_run:  # the sweep goes ahead: keep what the model checks found for the next launch
+    if not problems:  # the sweep passed (a dry run too): keep what the model checks found for the next launch
         save_meta_forwards()
     return problems
 
