@@ -86,10 +86,12 @@ def test_the_shadowing_packages_and_the_distribution_are_really_there(project):
 
 
 def test_nothing_of_the_checkout_is_importable_by_a_generic_name():
-    """Every part is inside the package: `import launcher` or `import tools` finds nothing of hpml's."""
+    """Every part is inside the package: `import launcher` or `import tools` finds nothing of hpml's. Asked of the
+    installed package (no PYTHONPATH: a checkout put on it, as the GPU run scripts do, lists its tools/ too)."""
     code = ("import importlib.util as u; print([n for n in %r if u.find_spec(n) is not None]); "
             "import hpml.launcher.cli, hpml.workloads.train.__main__, hpml.conf.schema") % (SHADOWING,)
-    done = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", code], cwd="/", env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
