@@ -204,8 +204,9 @@ def test_time_to_accuracy_with_a_run_that_did_not_converge_shows_the_olympic_mea
     """MLPerf's score: base runs 10, 11, 12, 13 s and one that did not converge (the slowest): fastest and slowest
     dropped, olympic mean (11 + 12 + 13) / 3 = 12 s; candidate 5..9 s: (6 + 7 + 8) / 3 = 7 s; ratio 7 / 12. The cells
     and the CSV show those means with every run counted (n = 5), not the converged runs' plain means."""
+    from hpml.analysis.compare.comparisons import Row, compare_metric
     from hpml.analysis.compare.metrics import Metric
-    from hpml.analysis.compare.report import Row, compare_metric, csv_side, side_cells
+    from hpml.analysis.compare.outputs import csv_side, side_cells
     from hpml.analysis.compare.usable import SideValues
 
     metric = Metric("time to accuracy", "s", "lower", lambda doc: None, time_to_accuracy=True)
@@ -242,8 +243,8 @@ def test_a_result_whose_step_times_are_all_zero_is_left_out_of_the_cell_the_rati
     step = rows["step time (median)"]
     assert (step["baseline_n"], step["candidate_n"]) == ("3", "2")
     assert rows["epoch time"]["candidate_n"] == rows["throughput"]["candidate_n"] == "3"
+    from hpml.analysis.compare.comparisons import load_side
     from hpml.analysis.compare.metrics import HEADLINES
-    from hpml.analysis.compare.report import load_side
 
     metric = next(m for m in HEADLINES["train"] if m.name == "step time (median)")
     base = [metric.value(doc) for doc in load_side(str(sweeps["a"]))[0]]
@@ -298,8 +299,8 @@ def test_a_decided_gate_says_nothing_of_undecided_numbers(sweeps, tmp_path):
 
 def epoch_times(folder: Path) -> dict:
     """Each launch's (sweep folder's) epoch times, as compare reads them."""
+    from hpml.analysis.compare.comparisons import launch_of, load_side
     from hpml.analysis.compare.metrics import HEADLINES
-    from hpml.analysis.compare.report import launch_of, load_side
 
     metric = next(m for m in HEADLINES["train"] if m.name == "epoch time")
     launches: dict = {}

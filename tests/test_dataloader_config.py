@@ -9,7 +9,7 @@ import pytest
 from hpml.conf.schema import config_from_dict
 from hpml.conf.validation import ConfigValueError
 from hpml.conf.workload.dataloader import DataloaderConfig, LoaderDataset
-from hpml.conf.workload.train import DataPlacement
+from hpml.conf.workload.train_choices import DataPlacement
 
 CPU = ["experiment=dataloader_workers_cpu", "workload.data_root=/data/digits"]
 

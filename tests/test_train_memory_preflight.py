@@ -9,6 +9,7 @@ from hpml.conf.schema import config_from_dict
 from hpml.conf.train_memory import host_memory, step_memory
 from hpml.conf.workload.train import per_worker_batch
 from hpml.conf.workload.train_data import on_disk
+from hpml.launcher.backends import place
 from hpml.launcher.preflight import config_problems
 
 # hpml_cnn (models/small_cnn.py) on 3 x 32 x 32, 10 classes, counted by hand.
@@ -25,6 +26,13 @@ KEPT = 2 * 32 * 32 * 32 + 32 * 16 * 16 + 2 * 64 * 16 * 16 + 64 * 8 * 8 + 2 * 128
 INPUT = 3 * 32 * 32  # elements per sample
 
 
+def placed(values):
+    """The point's config as the launcher's preflight checks it: built, then placed where its backend runs it."""
+    config = config_from_dict(values)
+    place(config)
+    return config
+
+
 def bound(cfg, world_size: int = 1):
     return step_memory(cfg, per_worker_batch(cfg, world_size), on_disk(cfg))
 
@@ -37,8 +45,8 @@ def memory_problem(cfg):
 
 
 def hpml_cnn(compose_values, *overrides):
-    return config_from_dict(compose_values(["experiment=tiny/train", "workload.model=hpml_cnn", "workload.batch_size=8",
-                                            "workload.momentum=0.9", *overrides])).workload
+    return placed(compose_values(["experiment=tiny/train", "workload.model=hpml_cnn", "workload.batch_size=8",
+                                  "workload.momentum=0.9", *overrides])).workload
 
 
 def test_hpml_cnns_bound_is_the_hand_count(compose_values):
@@ -115,8 +123,7 @@ def test_a_step_far_beyond_the_host_is_refused_in_one_line_before_anything_is_wr
 
 def test_the_refusal_names_the_nodes_memory_on_slurm_and_checks_nothing_it_cannot_know(compose_values):
     def problem(*overrides):
-        return memory_problem(config_from_dict(compose_values(["experiment=tiny/train", *FAR_BEYOND,
-                                                                     *overrides])).workload)
+        return memory_problem(placed(compose_values(["experiment=tiny/train", *FAR_BEYOND, *overrides])).workload)
 
     refused = problem("cluster=slurm", "resources.mem_gb=512")
     assert "more than the 512.00 GiB of resources.mem_gb=512;" in refused and "\n" not in refused
@@ -129,8 +136,8 @@ def test_cpu_workers_of_a_node_share_its_memory(compose_values):
     # hpml_cnn at batch 1000: (127,114 + 3,072) x 4 B x 1000 = 0.485 GiB per worker, and 1.1 MB of model state
     overrides = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.batch_size=1000",
                  "workload.synthetic_samples=4000", "cluster=slurm", "resources.mem_gb=1"]
-    assert memory_problem(config_from_dict(compose_values(overrides)).workload) is None
-    three = memory_problem(config_from_dict(compose_values(overrides + ["resources.workers_per_node=3"])).workload)
+    assert memory_problem(placed(compose_values(overrides)).workload) is None
+    three = memory_problem(placed(compose_values(overrides + ["resources.workers_per_node=3"])).workload)
     assert three is not None and "3 worker(s) x 0.49 GiB on the node" in three
     assert "more than the 1.00 GiB of resources.mem_gb=1;" in three
 
@@ -140,7 +147,7 @@ def test_a_schema_built_without_its_point_is_not_checked(compose_values):
 
     from hpml.conf.workload.train import TrainConfig
 
-    whole = config_from_dict(compose_values(["experiment=tiny/train", *FAR_BEYOND])).workload
+    whole = placed(compose_values(["experiment=tiny/train", *FAR_BEYOND])).workload
     assert memory_problem(whole) is not None
     assert memory_problem(TrainConfig(**asdict(whole))) is None  # no resources: nothing to compare with
 
@@ -164,8 +171,8 @@ def test_a_gpu_point_beyond_this_hosts_gpu_is_refused_naming_it(compose_values):
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    refused = memory_problem(config_from_dict(compose_values(["experiment=tiny/train", *FAR_BEYOND,
-                                                                   "resources.gpus_per_node=1"])).workload)
+    refused = memory_problem(placed(compose_values(["experiment=tiny/train", *FAR_BEYOND,
+                                                    "resources.gpus_per_node=1"])).workload)
     assert refused is not None and "GiB on one GPU" in refused and "of this host's GPU 0 (" in refused
 
 
@@ -223,8 +230,8 @@ def test_the_floor_stays_below_a_real_steps_peak_on_a_gpu(compose_values, overri
      "lower workload.batch_augmentation, workload.batch_size or workload.image_size"),
 ])
 def test_a_refusal_names_every_key_that_made_its_number(compose_values, digits_data, overrides, made_of, lower):
-    config = config_from_dict(compose_values(["experiment=tiny/train", "workload.dataset=cifar10",
-                                              f"workload.data_root={digits_data / 'cifar'}", "workload.model=resnet152",
-                                              "resources.mem_gb=8", "cluster=slurm", *overrides]))
+    config = placed(compose_values(["experiment=tiny/train", "workload.dataset=cifar10",
+                                    f"workload.data_root={digits_data / 'cifar'}", "workload.model=resnet152",
+                                    "resources.mem_gb=8", "cluster=slurm", *overrides]))
     refused = memory_problem(config.workload)
     assert refused.startswith(made_of) and lower in refused and "\n" not in refused, refused

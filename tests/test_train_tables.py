@@ -12,6 +12,7 @@ import pytest
 from hpml.analysis.report import main as report_main
 from hpml.analysis.train import tables as tt
 from hpml.analysis.train.runs import PHASES, train_run
+from hpml.contract.units import GIB
 from hpml.report_kit.latex import escape, latex_table
 from tests.factories import write_result
 from tests.factories.train import study_result
@@ -234,11 +235,13 @@ def probe_result(point, start, tried):
 
 def test_batch_probe_section_with_a_point_where_nothing_fits():
     # The H200 run: batch 8192 fits up to 16384; at 32768 nothing fits. pandas turns the column holding a
-    # None into floats; the table must still print whole batch sizes.
-    runs = runs_of(rows_of(probe_result(0, 8192, [(8192, True, 40e9), (16384, True, 80e9), (32768, False, None)]),
+    # None into floats; the table must still print whole batch sizes. Peak memory is in GiB (2**30 bytes).
+    runs = runs_of(rows_of(probe_result(0, 8192, [(8192, True, 40 * GIB), (16384, True, 80 * GIB),
+                                                  (32768, False, None)]),
                               probe_result(1, 32768, [(32768, False, None)])))
     from hpml.analysis.train.sections import batch_probe_sections
     [section] = batch_probe_sections(tt.batch_probe_table(runs))
     assert [row[3:6] for row in section.tables[0].rows] == [["8192, 16384, 32768", "16384", "32768"],
                                                  ["32768", "none", "32768"]]
     assert section.tables[0].rows[0][6] == "80.00" and section.tables[0].rows[1][6] == "—"
+    assert section.tables[0].headers[6] == "peak memory of the largest [GiB]"

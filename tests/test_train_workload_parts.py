@@ -13,7 +13,8 @@ import torch.distributed as dist
 from hpml.conf.data_on_disk import cifar10_on_disk
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.validation import ConfigValueError
-from hpml.conf.workload.train import Dataset, LrScaling, Parallel, check_data_parallel
+from hpml.conf.workload.train import Dataset, check_data_parallel
+from hpml.conf.workload.train_choices import LrScaling, Parallel
 from hpml.conf.workload_contract import Scaling
 from hpml.workloads.common.worker import is_out_of_memory
 from hpml.workloads.train import lr_schedule, overhead, parallel, phases

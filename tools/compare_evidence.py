@@ -38,8 +38,9 @@ import sys
 import time
 from pathlib import Path
 
+from hpml.analysis.compare.comparisons import load_side
 from hpml.analysis.compare.metrics import HEADLINES
-from hpml.analysis.compare.report import LAUNCH_SD_PCT, load_side
+from hpml.analysis.compare.report import LAUNCH_SD_PCT
 from hpml.analysis.stats import compare_values, geometric_mean
 
 PRESET = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.epochs=3"]

@@ -30,7 +30,6 @@ from typing import Any, Callable, Dict, List, Optional
 from hpml.conf.resources import MAX_GPUS_PER_NODE, ResourcesConfig
 from hpml.conf.validation import MISSING, ConfigValueError, require, shown
 from hpml.conf.workload import WORKLOAD_SCHEMAS
-from hpml.conf.workload_contract import Placement
 
 SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 # A node feature's name, as a --constraint expression holds it (its operators & | , [ ] ( ) * are not part of it)
@@ -88,11 +87,6 @@ class ClusterKind(str, Enum):
     """Where points run; each kind has one backend (launcher/backends/, docs/adding-a-backend.md)."""
     local = "local"
     slurm = "slurm"
-
-
-# Whether a kind's points run on the machine that launches them, so that its GPUs are theirs (the workload's
-# placement checks against this host's GPUs only then). Backend differences the config needs, as data.
-RUNS_ON_THIS_HOST = {ClusterKind.local: True, ClusterKind.slurm: False}
 
 
 @dataclass
@@ -237,8 +231,6 @@ class HpmlConfig:
                 f"1 for a point of resources.nodes={self.resources.nodes} (only 1-node points share a job)",
                 self.cluster.points_per_job)
         self.workload.check_resources(self.resources)
-        on_this_host = RUNS_ON_THIS_HOST[self.cluster.kind] and self.cluster.assume_gpus is None
-        self.workload.place(Placement(self.resources, on_this_host))
 
 
 @functools.lru_cache(maxsize=None)

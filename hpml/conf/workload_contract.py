@@ -4,8 +4,8 @@ Each workload's schema (conf/workload/<name>.py, registered in conf/workload/__i
 `WorkloadConfig`. The base tree calls the hooks instead of asking which workload it holds:
 
     HpmlConfig.__post_init__   ->  workload.check_resources(resources)   rules between workload and resources
-                               ->  workload.place(Placement(...))         where the point runs (for the preflight)
-    launcher/preflight.py      ->  workload.preflight_problems()          checks that look outside the config
+    launcher/preflight.py      ->  workload.place(Placement(...))         where the point runs, as its backend says
+                               ->  workload.preflight_problems()          checks that look outside the config
 
 Device and backend live here because every worker needs them, and their resolution rules (auto: cuda when the
 point asks for GPUs, nccl on cuda, gloo on cpu) have one home: the config check and the worker's choice at
@@ -49,9 +49,9 @@ class Placement:
     machine (its memory) needs besides the workload's own keys."""
 
     resources: ResourcesConfig
-    # cluster=local without cluster.assume_gpus: the point runs on the machine that launches it, so this host's
-    # memory and GPUs are the point's. False on SLURM (a login node is not a compute node) and when planning a
-    # --dry-run for another machine.
+    # The point's backend runs its points on the machine that launches them (Backend.runs_on_this_host: local) and
+    # cluster.assume_gpus is not set: this host's memory and GPUs are the point's. False on SLURM (a login node is
+    # not a compute node) and when planning a --dry-run for another machine.
     on_this_host: bool
 
 
@@ -78,13 +78,15 @@ class WorkloadConfig:
         return []
 
     def place(self, placement: Placement) -> None:
-        """HpmlConfig records where the point runs, for preflight_problems (which takes no arguments). Not a
-        field: it is never written to a point's config.yaml and takes no part in comparing configs."""
+        """The launcher's preflight records where the point runs, as the point's backend tells
+        (launcher.backends.place), for preflight_problems (which takes no arguments). Not a field: it is never
+        written to a point's config.yaml and takes no part in comparing configs. Workers never place their config:
+        only the preflight reads it."""
         self._placement = placement
 
     @property
     def placement(self) -> Optional[Placement]:
-        """Where the point runs; None for a schema built without its HpmlConfig (a check then skips it)."""
+        """Where the point runs; None for a config the launcher has not placed (a check then skips it)."""
         return getattr(self, "_placement", None)
 
     # --- device and backend ------------------------------------------------------------------------------

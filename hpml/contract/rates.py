@@ -7,6 +7,7 @@ from __future__ import annotations
 from hpml.contract.units import GB
 
 TFLOP = 1e12  # FLOP/s per TFLOP/s
+GFLOP = 1e9  # FLOPs per GFLOP, as the per-layer figures show a layer's work
 
 
 def matmul_flops(n: int) -> int:

@@ -16,7 +16,7 @@ from hpml.conf.model_input import save_meta_forwards
 from hpml.conf.schema import HpmlConfig
 from hpml.conf.validation import shown
 from hpml.conf.workload_contract import WorkloadConfig
-from hpml.launcher.backends import backend_of_specs
+from hpml.launcher.backends import backend_of_specs, place
 from hpml.launcher.jobspec import JobSpec
 
 
@@ -34,9 +34,11 @@ def sweep_problems(configs: Sequence[HpmlConfig], specs: Sequence[JobSpec], dry_
 
 
 def config_problems(configs: Sequence[HpmlConfig]) -> List[str]:
-    """Problems of the points' values that the schema alone cannot see, each reported once."""
+    """Problems of the points' values that the schema alone cannot see, each reported once. Each point is placed
+    first (where it runs, as its backend tells: backends.place), for the checks that compare it with a machine."""
     problems: List[str] = []
     for config in configs:
+        place(config)
         try:
             problems.extend(config.workload.preflight_problems())
         except OSError as error:  # a path the file system refuses to look at: one line, whichever workload

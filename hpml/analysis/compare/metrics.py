@@ -4,7 +4,7 @@ compared, never dropped silently. The values of the studies that train nothing (
 dataloader) are analysis.compare.study_metrics', each through its study's own row builder.
 
 Time to accuracy is not a per-result number like the others: a run that did not converge has no time. It is
-compared as MLPerf scores it (analysis.compare.report: olympic means, a non-converged run the slowest) beside the
+compared as MLPerf scores it (analysis.compare.comparisons: olympic means, a non-converged run the slowest) beside the
 converged fraction; here each result gives its time, or None when it did not converge.
 """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpml.analysis.paleo.tables import SOURCES, PointTables, label
+from hpml.contract.rates import GFLOP
 from hpml.report_kit.figures import save
 
 MAX_NAMED_TICKS = 60  # beyond this many layer calls the names would overlap: the axis shows indices only
@@ -24,7 +25,7 @@ def layers_plot(point: PointTables, path: Path) -> bool:
     index = [row["index"] for row in layers]
     width = max(6.4, 0.16 * len(layers))
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(width, 7.2), sharex=True)
-    top.bar(index, [row["flops"] / 1e9 for row in layers], color="tab:gray")
+    top.bar(index, [row["flops"] / GFLOP for row in layers], color="tab:gray")
     top.set_ylabel("GFLOPs (2 × MACs)")
     top.set_title(label(point)[0])
     sources = [s for s in SOURCES if point.peaks[s] is not None]

@@ -17,7 +17,7 @@ from hpml.analysis.stats import EFFICIENCY_RULES, differing_labels, efficiency_h
 from hpml.analysis.train import tables as tt
 from hpml.analysis.train.many import combined_section, many_groups
 from hpml.analysis.train.plots import speedup_png
-from hpml.contract.units import GB
+from hpml.contract.units import GIB
 from hpml.report_kit.numbers import is_missing, mean_std, ms, number
 from hpml.report_kit.sections import Figure, Section, Table
 
@@ -231,11 +231,11 @@ def batch_probe_sections(table: pd.DataFrame) -> List[Section]:
              "workload.batch_size until a plain training step runs out of memory or the limit is reached "
              "(DDP's buckets and DataParallel's replicas not included).")
     headers = ["result", "model", "precision", "tried", "largest that fits", "first out of memory",
-               "peak memory of the largest [GB]"]
+               "peak memory of the largest [GiB]"]
     body = [[r["path"], r["model"], r["precision"], ", ".join(str(b) for b in r["tried"]),
              _batch(r["largest_fitting"]) or "none",
              _batch(r["first_oom"]) or f"none up to {_batch(r['limit'])}",
-             number(r["largest_peak_memory_bytes"] / GB if r["largest_peak_memory_bytes"] else None, ".2f")]
+             number(r["largest_peak_memory_bytes"] / GIB if r["largest_peak_memory_bytes"] else None, ".2f")]
             for r in table.to_dict("records")]
     return [_table_section("train_batch_probe", "Largest batch that fits", intro, headers, body, table)]
 

@@ -49,7 +49,7 @@ class BuildPath(str, Enum):
     nvrtc = "nvrtc"  # the same kernels compiled by NVRTC, the host part in Python (CuPy)
 
 
-MAX_SIZE_M = 1000  # 12 GB of arrays; the worker also checks the GPU's free memory
+MAX_SIZE_M = 1000  # 12e9 bytes (11.2 GiB) of arrays; the worker also checks the GPU's free memory
 def one_or_list(key: str, value: Any, accepts: Callable[[Any], bool], allowed: str) -> List[Any]:
     """A field that takes one value or a list: as a list of distinct values, each passing `accepts`."""
     values = list(value) if isinstance(value, (list, tuple)) else [value]

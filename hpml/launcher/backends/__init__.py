@@ -7,6 +7,7 @@ from typing import Dict, Sequence
 
 from hpml.conf.schema import ClusterKind, HpmlConfig
 from hpml.conf.validation import require
+from hpml.conf.workload_contract import Placement
 from hpml.launcher.backends.base import Backend, JobStates, SweepInterrupted
 from hpml.launcher.backends.local import LocalBackend
 from hpml.launcher.backends.slurm import SlurmBackend
@@ -15,7 +16,7 @@ from hpml.launcher.jobspec import JobSpec
 BACKENDS: Dict[ClusterKind, Backend] = {backend.kind: backend for backend in (LocalBackend(), SlurmBackend())}
 
 __all__ = ["BACKENDS", "Backend", "JobStates", "SweepInterrupted", "backend_of", "backend_of_manifest",
-           "backend_of_specs", "check_config"]
+           "backend_of_specs", "check_config", "place"]
 
 
 def backend_of(kind: ClusterKind) -> Backend:
@@ -43,3 +44,11 @@ def check_config(config: HpmlConfig) -> None:
             "cluster.points_per_job",
             f"1 on cluster={config.cluster.kind.value} (its points run in turn already); more only on {packing}",
             config.cluster.points_per_job)
+
+
+def place(config: HpmlConfig) -> None:
+    """Records in the point's workload where it runs (Placement), as its backend tells: on this host only where the
+    backend runs its points here (Backend.runs_on_this_host) and cluster.assume_gpus plans for no other machine.
+    The preflight calls it before the workloads' checks (launcher/preflight.config_problems)."""
+    on_this_host = backend_of(config.cluster.kind).runs_on_this_host and config.cluster.assume_gpus is None
+    config.workload.place(Placement(config.resources, on_this_host))

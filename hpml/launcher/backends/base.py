@@ -34,8 +34,13 @@ class Backend(ABC):
     # True where submit() runs the points and returns once they have ended (local); False where it queues them
     # and returns at once (SLURM), and the caller waits, unless sweep.wait=false.
     runs_in_this_process: bool
-    # Whether one job may run several sweep points in turn (cluster.points_per_job > 1); False where the points
-    # run in turn already (local). Checked for every planned point by backends.check_config.
+    # Whether the points run on the machine that launches them, so that this host's memory and GPUs are theirs
+    # (local); False where they run on other machines (SLURM's compute nodes). The preflight places each point
+    # with it (backends.place): a workload's check compares the point with this host only where it is True.
+    runs_on_this_host: bool
+    # The cluster keys whose allowed values depend on the kind, checked for every planned point by
+    # backends.check_config: whether one job may run several sweep points in turn (cluster.points_per_job > 1);
+    # False where the points run in turn already (local).
     packs_points: bool
 
     @abstractmethod

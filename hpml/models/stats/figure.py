@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hpml.contract.rates import GFLOP
 from hpml.models.stats.counting import ModelStats
 from hpml.models.stats.tables import title
 from hpml.report_kit.figures import save
@@ -26,7 +27,7 @@ def draw_layers(stats: ModelStats, path: Path) -> bool:
     height = max(3.0, 0.16 * min(len(rows), _LABELLED_LAYERS) + 1.5)
     fig, (flops_axis, params_axis) = plt.subplots(1, 2, figsize=(12.8, height), sharey=True)
     positions = list(range(len(rows)))
-    flops_axis.barh(positions, [row.flops / 1e9 for row in rows], color="tab:blue")
+    flops_axis.barh(positions, [row.flops / GFLOP for row in rows], color="tab:blue")
     flops_axis.set_xlabel("GFLOPs (2 x MACs)")
     params_axis.barh(positions, [row.params / 1e6 for row in rows], color="tab:orange")
     params_axis.set_xlabel("parameters [millions]")

@@ -30,7 +30,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from hpml.conf.hardware.gpu_peaks import peaks_for_device
 from hpml.conf.workload.cuda_vecadd import BuildPath, CudaVecaddConfig, gpu_build_path
-from hpml.contract.units import GB
+from hpml.contract.units import GIB
 from hpml.contract.vecadd_format import copy_GBps, kernel_bytes, kernel_GBps, repetition_totals
 from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from hpml.workloads.common.worker import start_worker
@@ -56,8 +56,8 @@ def check_device_memory(cfg: CudaVecaddConfig, device: torch.device) -> None:
     free, _ = torch.cuda.mem_get_info(device)
     need = kernel_bytes(max(cfg.elements))
     if need > MEMORY_SHARE * free:
-        raise RuntimeError(f"workload.sizes_m={max(cfg.sizes_m)} needs {need / GB:.1f} GB of arrays, more than "
-                           f"{MEMORY_SHARE:.0%} of the {free / GB:.1f} GB free on {torch.cuda.get_device_name(device)}")
+        raise RuntimeError(f"workload.sizes_m={max(cfg.sizes_m)} needs {need / GIB:.1f} GiB of arrays, more than "
+                           f"{MEMORY_SHARE:.0%} of the {free / GIB:.1f} GiB free on {torch.cuda.get_device_name(device)}")
 
 
 def run_gpu_grid(cfg: CudaVecaddConfig, device: torch.device, telemetry: Telemetry = NO_TELEMETRY,

@@ -22,7 +22,7 @@ import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from hpml.conf.workload.dataloader import DataloaderConfig
-from hpml.conf.workload.train import DataPlacement
+from hpml.conf.workload.train_choices import DataPlacement
 from hpml.contract.result_format import WARMUP_EPOCHS, timed_epoch_indices
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from hpml.conf.workload.dataloader import DataloaderConfig
 from hpml.conf.workload.train import Dataset as DatasetKind
-from hpml.conf.workload.train import Precision
+from hpml.conf.workload.train_choices import Precision
 from hpml.conf.workload.train_data import flips
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.train.data import build_dataset

@@ -27,7 +27,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from hpml.conf.workload.train import CompileMode, DataPlacement, Dataset, TrainConfig
+from hpml.conf.workload.train import Dataset, TrainConfig
+from hpml.conf.workload.train_choices import CompileMode, DataPlacement
 from hpml.contract.result_format import WARMUP_EPOCHS
 from hpml.contract.sweep_layout import CHECKPOINT_FILE
 from hpml.workloads.common.checkpoint import EpochCheckpoint

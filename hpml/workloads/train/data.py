@@ -17,8 +17,9 @@ import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from hpml.conf.data_on_disk import cifar10_on_disk
-from hpml.conf.workload.train import DataPlacement, TrainConfig, per_worker_batch
 from hpml.conf.workload.train import Dataset as DatasetKind
+from hpml.conf.workload.train import TrainConfig, per_worker_batch
+from hpml.conf.workload.train_choices import DataPlacement
 from hpml.conf.workload.train_data import REAL_DATASETS, idx_dataset
 from hpml.workloads.common.cifar10 import local_cifar10
 from hpml.workloads.common.distributed import DistContext

@@ -15,7 +15,8 @@ from typing import Callable, Dict, Iterator, List, Optional
 import torch
 import torch.distributed as dist
 
-from hpml.conf.workload.train import CompileMode, Precision, TrainConfig
+from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload.train_choices import CompileMode, Precision
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.train import accumulation
 from hpml.workloads.train.model import autocast, memory_format

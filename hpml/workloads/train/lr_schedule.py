@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from hpml.conf.workload.train import LrDecay, LrScaling, TrainConfig, WarmupFrom
+from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload.train_choices import LrDecay, LrScaling, WarmupFrom
 
 
 def target_lr(lr: float, scaling: LrScaling, global_batch: int, base_batch: int) -> float:

@@ -16,7 +16,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
-from hpml.conf.workload.train import Dataset, Parallel, TrainConfig
+from hpml.conf.workload.train import Dataset, TrainConfig
+from hpml.conf.workload.train_choices import Parallel
 from hpml.contract.result_format import timed_epoch_indices
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.common.random_inputs import random_images, random_labels

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from hpml.conf.workload.train import Parallel, Precision, TrainConfig
+from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload.train_choices import Parallel, Precision
 from hpml.models.build import build_classifier
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.train.checkpointing import checkpoint_stages

@@ -28,7 +28,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 import torch
 from torch.nn.parallel import DataParallel, DistributedDataParallel
 
-from hpml.conf.workload.train import Parallel, TrainConfig
+from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload.train_choices import Parallel
 from hpml.workloads.common.distributed import DistContext
 
 COMM_METHOD = ("after training, on one batch on the device: forward+backward steps under DDP no_sync() "

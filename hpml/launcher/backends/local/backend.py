@@ -19,6 +19,7 @@ from hpml.launcher.processes import process_alive
 class LocalBackend(Backend):
     kind = ClusterKind.local
     runs_in_this_process = True
+    runs_on_this_host = True
     packs_points = False
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:

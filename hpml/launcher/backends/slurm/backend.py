@@ -26,6 +26,7 @@ from hpml.launcher.manifest import write_manifest
 class SlurmBackend(Backend):
     kind = ClusterKind.slurm
     runs_in_this_process = False
+    runs_on_this_host = False
     packs_points = True
 
     def preflight(self, configs: Sequence[HpmlConfig], specs: Sequence[JobSpec]) -> List[str]:
