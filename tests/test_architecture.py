@@ -34,3 +34,7 @@ def test_an_arrow_up_is_an_import_the_layer_table_does_not_allow():
     assert tool.points_up("evaluation", "analysis.results") and not tool.points_up("evaluation", "analysis.stats")
     assert not tool.points_up("launcher", "conf.schema") and not tool.points_up("conf", "conf.schema")
     assert not tool.points_up("report_kit", "contract.units") and tool.points_up("contract", "report_kit.numbers")
+
+
+def test_no_import_points_up_the_layer_table():
+    assert structure_numbers().structure(REPO).arrows_up == []

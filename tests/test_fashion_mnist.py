@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hpml.conf.idx_data import FASHION_MNIST, IDX_FILES, MNIST, idx_problem
 from hpml.conf.schema import config_from_dict
+from hpml.contract.idx_data import FASHION_MNIST, IDX_FILES, MNIST, idx_problem
 from hpml.dataprep import idx_sets
 from hpml.dataprep.cli import main as data_main
 from tests.conftest import run_hpml

@@ -44,7 +44,7 @@ import torchvision
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 # (mean, std) per channel: CIFAR-10's, as torchvision examples use (the digits written as CIFAR-10 use them too);
-# Fashion-MNIST's training split's (hpml/conf/idx_data.py, tested against the files)
+# Fashion-MNIST's training split's (hpml/contract/idx_data.py, tested against the files)
 STATS = {"cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)), "fashion_mnist": ((0.2860,), (0.3530,))}
 
 

@@ -10,6 +10,7 @@ reads them all. Every name, number and rule the sides must share has its one hom
     contract.cli_args          every verb's argument errors: one `hpml: error:` line, exit 2
     contract.result_format     result.json's schema version, its statuses, the timed-epoch rule, reasons in one line
     contract.result_schema     the envelope every result.json must hold, checked by report and status alike
+    contract.idx_data          the idx files of Fashion-MNIST and MNIST: names, checksums, headers, checks
     contract.cache_dir         the one folder of hpml's caches ($HPML_CACHE_DIR, XDG, ~/.cache/hpml)
     contract.units             GB (1e9 bytes), GiB (2**30 bytes), milliseconds per second
     contract.rates             TFLOP/s and GB/s of a measured time, as workers and reports compute them

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from hpml.conf.idx_data import IDX_DATASETS
 from hpml.contract.cli_args import OneLineParser
 from hpml.contract.folders import empty_path_problem, output_folder_error
+from hpml.contract.idx_data import IDX_DATASETS
 from hpml.dataprep import digits_cifar as dc
 from hpml.dataprep import digits_loader_data as large
 from hpml.dataprep import idx_sets

@@ -25,8 +25,8 @@ import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from hpml.conf.idx_data import IDX_FILES, IdxDataSet, IdxProblem, check_stream, read_header
 from hpml.contract.files import NotReadable, open_regular
+from hpml.contract.idx_data import IDX_FILES, IdxDataSet, IdxProblem, check_stream, read_header
 from hpml.dataprep.digits_cifar import DataError
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import List, Optional
 
 from hpml.conf.data_on_disk import CIFAR10_SIDE, missing_cifar10_files, unreadable_cifar10, unreadable_image_folder
-from hpml.conf.idx_data import IDX_DATASETS, IDX_SIDE, idx_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.validation import MISSING, require, require_input_batch, require_repeats
 from hpml.conf.workload.train_choices import DataPlacement
 from hpml.conf.workload_contract import WorkloadConfig, check_loader_workers_fit
+from hpml.contract.idx_data import IDX_DATASETS, IDX_SIDE, idx_problem
 
 
 class LoaderDataset(str, Enum):

@@ -23,10 +23,10 @@ from hpml.conf.data_on_disk import (
     missing_cifar10_files,
     unreadable_cifar10,
 )
-from hpml.conf.idx_data import IDX_DATASETS, idx_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.validation import MISSING, require, require_classes, require_repeats
 from hpml.conf.workload_contract import WorkloadConfig, check_one_process
+from hpml.contract.idx_data import IDX_DATASETS, idx_problem
 
 # The networks the workload can quantize: chains of convolutions and linear layers (batch norm folded into the
 # convolution before it), ReLU, max- and average-pooling (workloads/quantize/plan.py). hw5_cnn: the homework's

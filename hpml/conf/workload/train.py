@@ -13,7 +13,6 @@ from typing import List, Optional
 
 from hpml.conf.augmentation import check_accumulation_chunks, check_batch_augmentation, check_crop_and_cutout
 from hpml.conf.data_on_disk import CIFAR10_SIDE
-from hpml.conf.idx_data import IDX_SIDE
 from hpml.conf.model_input import input_problem
 from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import model_problem
@@ -38,6 +37,7 @@ from hpml.conf.workload.train_data import (
     on_disk,
 )
 from hpml.conf.workload_contract import Scaling, WorkloadConfig, check_loader_workers_fit, check_strong_scaling_batch
+from hpml.contract.idx_data import IDX_SIDE
 from hpml.contract.train_format import per_worker_batch as worker_batch
 from hpml.models.names import designed_side
 

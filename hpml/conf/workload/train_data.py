@@ -17,8 +17,8 @@ from hpml.conf.data_on_disk import (
     unreadable_cifar10,
     unreadable_image_folder,
 )
-from hpml.conf.idx_data import IDX_DATASETS, IDX_TRAIN_SAMPLES, IdxDataSet, idx_problem
 from hpml.conf.validation import require
+from hpml.contract.idx_data import IDX_DATASETS, IDX_TRAIN_SAMPLES, IdxDataSet, idx_problem
 
 
 class Dataset(str, Enum):
@@ -31,7 +31,7 @@ class Dataset(str, Enum):
     # benchmark, like Horovod's synthetic benchmark)
     synthetic_device = "synthetic_device"
     # torchvision.datasets.FashionMNIST / MNIST read from data_root/FashionMNIST/raw/ (MNIST/raw/), laid out by
-    # `hpml data fashion-mnist|mnist`: 1 channel, 28x28 (conf/idx_data.py)
+    # `hpml data fashion-mnist|mnist`: 1 channel, 28x28 (contract/idx_data.py)
     fashion_mnist = "fashion_mnist"
     mnist = "mnist"
 
@@ -42,7 +42,7 @@ RGB_CHANNELS = 3  # CIFAR-10, image folders (converted to RGB) and the synthetic
 
 
 def idx_dataset(dataset: Dataset) -> Optional[IdxDataSet]:
-    """Fashion-MNIST's or MNIST's description (conf/idx_data.py), None for the other data sets."""
+    """Fashion-MNIST's or MNIST's description (contract/idx_data.py), None for the other data sets."""
     return IDX_DATASETS.get(dataset.value)
 
 

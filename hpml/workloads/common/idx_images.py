@@ -12,13 +12,13 @@ from typing import Optional, Sequence, Tuple
 
 from torch.utils.data import Dataset, Subset
 
-from hpml.conf.idx_data import IdxDataSet, idx_problem
+from hpml.contract.idx_data import IdxDataSet, idx_problem
 from hpml.workloads.common.cifar10 import CIFAR10_MEAN, CIFAR10_STD, DataFileError
 
 
 def normalization(idx: Optional[IdxDataSet]) -> Tuple[Sequence[float], Sequence[float]]:
     """(mean, std) per channel of the data set's training images on the 0-1 scale: Fashion-MNIST's or MNIST's
-    one channel (conf/idx_data.py, tested against the files), else CIFAR-10's three (also an image folder's)."""
+    one channel (contract/idx_data.py, tested against the files), else CIFAR-10's three (also an image folder's)."""
     if idx is not None:
         return (idx.mean,), (idx.std,)
     return CIFAR10_MEAN, CIFAR10_STD

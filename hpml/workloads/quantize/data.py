@@ -16,8 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hpml.conf.idx_data import IDX_DATASETS, IDX_SIDE
 from hpml.conf.workload.quantize import QuantDataset, QuantizeConfig
+from hpml.contract.idx_data import IDX_DATASETS, IDX_SIDE
 
 
 def idx_padding(cfg: QuantizeConfig) -> int:

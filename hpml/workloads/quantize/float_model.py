@@ -16,8 +16,8 @@ from typing import Dict, List, Optional
 import torch
 from torch import nn
 
-from hpml.conf.idx_data import IDX_DATASETS
 from hpml.conf.workload.quantize import QuantizeConfig
+from hpml.contract.idx_data import IDX_DATASETS
 from hpml.models.hw5_cnn import HW5CNN
 from hpml.workloads.common.idx_images import normalization
 from hpml.workloads.common.timing import wall_s
