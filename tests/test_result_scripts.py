@@ -114,3 +114,55 @@ def test_hw5_bars_from_the_four_gpu_results(tmp_path):
     assert "1 GPU (compiled), instrumented loop: 6186 images/s (>= 4600: PASS)" in out
     assert "DDP weak scaling N=4 (compiled): 25769 images/s over the epoch, step 39.70 ms, speedup 3.916, " \
            "efficiency 97.92 % (>= 97%: PASS)" in out  # as the device's bars.txt beside it says
+
+
+# --- the set-up every GPU run script shares (docs/results/lib/stages.sh, sourced with STAGES_FUNCTIONS_ONLY=1) -----
+
+SETUP_SCRIPTS = ["docs/results/tta_fashion_mnist/run_parallel.sh", "docs/results/tta_fashion_mnist/run_2gpu.sh",
+                 "docs/results/tta_gpus_fashion_mnist/run.sh", "docs/results/batch_augmentation_digits/run.sh",
+                 "docs/results/gpu_telemetry/run_h200.sh"]
+# the lines stages.sh's functions hold, which a script sourcing it no longer repeats
+OWN_SETUP = re.compile(r"pip install|NCCL_NVLS_ENABLE|import hydra, omegaconf, submitit|PYTHONPATH=|hpml=\(")
+
+FAKE_PYTHON3 = """#!/usr/bin/env bash
+# python3 of a bare GPU machine: no hydra; pip records what it was asked to install
+if [ "$1" = -c ]; then exit 1; fi
+if [ "$1 $2 $3" = "-m pip install" ]; then echo "$*" >"$PIP_LOG"; exit 0; fi
+exit 2
+"""
+
+
+@pytest.mark.parametrize("script", SETUP_SCRIPTS)
+def test_run_scripts_take_their_set_up_from_stages_sh(script):
+    text = (REPO / script).read_text()
+    assert "STAGES_FUNCTIONS_ONLY=1 source " in text and "/lib/stages.sh" in text
+    assert all(f in text for f in ("wheels_if_missing", "on_pythonpath", "no_nvlink_multicast")), script
+    code = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in code if OWN_SETUP.search(line)]
+    # timeout, xargs, nohup and env run programs, not the shell function hpml
+    assert not [line for line in code if re.search(r"\b(timeout|xargs|nohup|env)\b[^|;&#]*\shpml\s", line)]
+    done = subprocess.run(["bash", "-n", str(REPO / script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_functions_alone_set_up_the_environment_and_touch_nothing(tmp_path):
+    bin_dir, work = tmp_path / "bin", tmp_path / "work"
+    bin_dir.mkdir()
+    work.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON3)
+    (bin_dir / "python3").chmod(0o755)
+    program = (f'STAGES_FUNCTIONS_ONLY=1 source {REPO}/docs/results/lib/stages.sh; no_nvlink_multicast; '
+               'wheels_if_missing; echo "rc=$?"; on_pythonpath "$PWD"; echo "pwd=$PWD"; '
+               'echo "PYTHONPATH=$PYTHONPATH"; env | grep -E "^(NCCL_NVLS_ENABLE|TORCH_SYMM_MEM_DISABLE_MULTICAST|'
+               'NVSHMEM_DISABLE_NVLS)=" | sort; type -t hpml; type -t stage || echo "no stage"')
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OUT")}
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=60, cwd=work,
+                          env={**env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PIP_LOG": str(tmp_path / "pip")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "rc=0", f"pwd={work}", f"PYTHONPATH={work}:/tmp/site", "NCCL_NVLS_ENABLE=0", "NVSHMEM_DISABLE_NVLS=1",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "function", "no stage"]
+    assert (tmp_path / "pip").read_text().split() == [
+        "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir", "--upgrade",
+        "--target", "/tmp/site", ".whl/*.whl"]  # no .whl/ in this folder: the glob stays as written
+    assert list(work.iterdir()) == []  # no run.log, no OUT folder

@@ -24,7 +24,8 @@ from hpml.contract.step_efficiency import (
 from hpml.models.stats.counting import model_stats
 from hpml.models.stats.layers import meta_model
 from hpml.models.stats.training_flops import training_flops_per_sample, training_step_flops
-from hpml.workloads.train.efficiency import count_flops, device_peak, merged_busy_us
+from hpml.workloads.train import efficiency as train_efficiency
+from hpml.workloads.train.efficiency import count_flops, device_peak, efficiency_record, merged_busy_us
 
 H100_RESULTS = Path(__file__).resolve().parent.parent / "docs/results/step_efficiency/h100_1gpu/sweeps"
 
@@ -159,6 +160,99 @@ def test_a_step_time_of_zero_is_refused():
         step_bound(0.0, 0.0, None, None, 1)
 
 
+def test_the_busy_share_is_the_probes_kernel_time_over_the_probes_own_wall_time():
+    # issue 44: the probe ran 10 ms a step with the GPU busy 6 ms of it (0.6: host-bound); the training's median
+    # step, measured at another time (the host shared), was 5 ms: 6 / 5 = 1.2 read GPU-bound before
+    out = step_bound(0.005, 0.001, None, 0.006, per_device_batch=128, busy_wall_s=0.010)
+    assert out["shares"]["busy"] == pytest.approx(0.6) and out["verdict"] == "host-bound"
+    assert out["shares"]["data"] == pytest.approx(0.2)  # the loader wait stays over the training's step
+    assert step_bound(0.005, 0.001, None, 0.006, per_device_batch=128)["shares"]["busy"] == pytest.approx(1.2)
+    # 12 ms busy in a 15 ms probe step: 0.8, the threshold, GPU-bound whatever the training's step was
+    assert step_bound(0.030, 0.0, None, 0.012, 128, busy_wall_s=0.015)["verdict"] == "GPU-bound"
+    with pytest.raises(ValueError):
+        step_bound(0.005, 0.0, None, 0.006, 128, busy_wall_s=0.0)
+
+
+def test_a_record_written_before_busy_wall_s_keeps_the_verdict_it_had():
+    old = {"step_s": 0.005, "data_s": 0.001, "comm_s": None, "busy_s": 0.006, "per_device_batch": 128}
+    assert bound_of_record(old)["shares"]["busy"] == pytest.approx(1.2)  # busy_s / step_s, as then
+    assert bound_of_record(old)["verdict"] == "GPU-bound"
+    assert bound_of_record({**old, "busy_wall_s": 0.010})["verdict"] == "host-bound"  # 0.6
+    assert bound_of_record({**old, "busy_s": None, "busy_wall_s": None})["verdict"] == "CPU-bound"
+
+
+def test_the_record_takes_the_busy_share_from_the_probes_own_steps():
+    busy = {"steps": 10, "kernels": 500, "busy_s_per_step": 0.006, "any_kernel_s_per_step": 0.0065,
+            "steps_wall_s_per_step": 0.010, "profiled_wall_s_per_step": 0.031, "method": "m"}
+    record = efficiency_record(
+        flops={"flops_per_sample": 1e9, "error": None}, peak={"peak_tflops_per_device": 100.0, "na": None},
+        step_time_s=[[0.9, 0.9], [0.005, 0.005, 0.005]], data_time_s=[[0.0, 0.0], [0.001, 0.001, 0.001]],
+        timed=[1], samples_per_step=128, devices=1, per_device_batch=128, comm_s=None, busy=busy)
+    assert record["bound_inputs"] == {"step_s": 0.005, "data_s": 0.001, "comm_s": None, "busy_s": 0.006,
+                                      "busy_wall_s": 0.010, "per_device_batch": 128}
+    assert record["bound"]["shares"]["busy"] == pytest.approx(0.6) and record["bound"]["verdict"] == "host-bound"
+    assert bound_of_record(record["bound_inputs"]) == record["bound"]
+    cpu = efficiency_record(
+        flops={"flops_per_sample": 1e9, "error": None}, peak={"peak_tflops_per_device": None, "na": "CPU"},
+        step_time_s=[[0.005]], data_time_s=[[0.0]], timed=[0], samples_per_step=8, devices=1, per_device_batch=8,
+        comm_s=None, busy=None)
+    assert cpu["bound_inputs"]["busy_wall_s"] is None and cpu["bound"]["verdict"] == "CPU-bound"
+
+
+class FakeClock:
+    """time.perf_counter for the probe: advances only where the fake profiler and the fake steps say."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_the_probes_wall_time_leaves_the_profilers_start_and_stop_out(monkeypatch):
+    """The busy share's denominator is the steps' own wall time, timed inside the profiler: its start and stop
+    (0.2 s each here; on the H100 the whole window read up to 3.7x the step) are not the steps' time."""
+    from torch.autograd import DeviceType
+
+    clock = FakeClock()
+
+    class Range:
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+    class Event:
+        def __init__(self, name, start, end):
+            self.name, self.device_type, self.time_range = name, DeviceType.CUDA, Range(start, end)
+
+    class FakeProfile:
+        def __init__(self, activities):
+            pass
+
+        def __enter__(self):
+            clock.now += 0.2  # the profiler starting
+            return self
+
+        def __exit__(self, *exc):
+            clock.now += 0.2  # the profiler stopping and collecting its trace
+            return False
+
+        def events(self):  # per step: kernels [0, 4) and [3, 6) ms overlap -> 6 ms busy; an NCCL kernel 2 ms
+            return [e for k in range(4) for e in (Event("gemm", 10_000 * k, 10_000 * k + 4_000),
+                                                   Event("relu", 10_000 * k + 3_000, 10_000 * k + 6_000),
+                                                   Event("ncclAllReduce", 10_000 * k + 6_000, 10_000 * k + 8_000))]
+
+    def run_steps(steps):
+        clock.now += 0.010 * steps  # 10 ms a step
+
+    monkeypatch.setattr(torch.profiler, "profile", FakeProfile)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(train_efficiency, "time", clock)
+    probe = train_efficiency.device_busy_probe(run_steps, 4)
+    assert probe["steps_wall_s_per_step"] == pytest.approx(0.010)
+    assert probe["profiled_wall_s_per_step"] == pytest.approx(0.010 + 0.4 / 4)  # the whole window, as before
+    assert probe["busy_s_per_step"] == pytest.approx(0.006) and probe["any_kernel_s_per_step"] == pytest.approx(0.008)
+
+
 def test_busy_time_is_the_union_of_kernel_intervals():
     # [0,4) and [2,6) overlap -> [0,6); [8,9) apart; [8.5,8.7) inside it: 6 + 1 = 7
     assert merged_busy_us([(8, 9), (0, 4), (2, 6), (8.5, 8.7)]) == 7
@@ -184,6 +278,8 @@ def test_h100_mfu_recomputes_from_the_recorded_flops_batch_step_and_peak():
 
 def test_h100_verdicts_recompute_from_the_recorded_inputs():
     results = h100_results()
+    # written before busy_wall_s: their busy share is busy_s / step_s, the verdicts they recorded
+    assert not any("busy_wall_s" in r["measurements"]["efficiency"]["bound_inputs"] for r in results.values())
     verdicts = {key: bound_of_record(r["measurements"]["efficiency"]["bound_inputs"])["verdict"]
                 for key, r in results.items()}
     assert verdicts[("resnet18", "none", False)] == "host-bound"  # eager: kernels 27 % of the step

@@ -13,10 +13,15 @@ TF32 allowed) -> tf32; fp32 -> the plain fp32 rate. No GPU, a GPU not in conf/ha
 dtype it has no rate for: MFU is None, with the reason.
 
 What bounds the step (`step_bound`), from per-step seconds measured on rank 0 (the inputs are recorded):
-    busy share   = device compute time / step time       (GPU: the union of the intervals of kernels other than
-                                                          NCCL's, torch.profiler; None on a CPU)
+    busy share   = device compute time / busy wall time  (GPU: the union of the intervals of kernels other than
+                                                          NCCL's, torch.profiler; None on a CPU. Both per step
+                                                          of the same profiled steps: busy_s / busy_wall_s)
     data share   = loader wait per step / step time       (phase "data": the host waiting for next(loader))
     comm share   = exposed communication / step time     (DDP's no_sync probe: synced - no_sync median)
+The busy share's two numbers come from one window (the busy probe's steps, after training): its kernel time over
+the training's median step mixed two conditions, and where runs shared a host the share exceeded 1
+(docs/results/tta_fashion_mnist/). A result written before busy_wall_s was recorded has none: its busy share is
+busy_s / step_s, as it was computed then (`bound_of_record` gives such a record the verdict it had).
 In this order, the first rule that holds:
     busy share >= GPU_BOUND_SHARE            -> GPU-bound (first: a busy GPU sets the pace, and the host that runs
                                                 ahead of it blocks anywhere, in next(loader) too)
@@ -71,15 +76,20 @@ def _share(part: Optional[float], whole: float) -> Optional[float]:
 
 
 def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Optional[float],
-               per_device_batch: int) -> Dict[str, Any]:
+               per_device_batch: int, busy_wall_s: Optional[float] = None) -> Dict[str, Any]:
     """The verdict on what bounds a step, its shares and the knob that would move it.
 
     step_s: median step time (wall, step end to step end); data_s: median loader wait per step; comm_s: exposed
     communication per step (None: not measured or one worker); busy_s: device busy time per step (None: no GPU
-    timeline, i.e. a CPU run or the probe off; NCCL's kernels are not in it)."""
+    timeline, i.e. a CPU run or the probe off; NCCL's kernels are not in it); busy_wall_s: wall time per step of
+    the steps busy_s was measured over, the busy share's denominator (None: not recorded, a result written before
+    it was; step_s then, as then)."""
     if step_s <= 0:
         raise ValueError(f"step time {step_s!r}: must be > 0")
-    shares = {"data": _share(data_s, step_s), "comm": _share(comm_s, step_s), "busy": _share(busy_s, step_s)}
+    if busy_wall_s is not None and busy_wall_s <= 0:
+        raise ValueError(f"busy probe's wall time per step {busy_wall_s!r}: must be > 0")
+    shares = {"data": _share(data_s, step_s), "comm": _share(comm_s, step_s),
+              "busy": _share(busy_s, step_s if busy_wall_s is None else busy_wall_s)}
     if shares["busy"] is not None and shares["busy"] >= GPU_BOUND_SHARE:
         verdict = "GPU-bound"
         knob = ("the GPU is busy: cheaper arithmetic (workload.precision=bf16, workload.channels_last=true, "
@@ -104,6 +114,7 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
 
 
 def bound_of_record(record: Mapping[str, Any]) -> Dict[str, Any]:
-    """step_bound recomputed from the inputs a result recorded (measurements.efficiency.bound_inputs)."""
+    """step_bound recomputed from the inputs a result recorded (measurements.efficiency.bound_inputs); a record
+    without busy_wall_s (written before it was recorded) gets its busy share over step_s, the verdict it had."""
     return step_bound(record["step_s"], record["data_s"], record.get("comm_s"), record.get("busy_s"),
-                      record["per_device_batch"])
+                      record["per_device_batch"], record.get("busy_wall_s"))

@@ -6,6 +6,9 @@ A rerun point's last attempt is moved aside (points/<n>/attempts/<k>/, with its 
 end, resources); its epoch checkpoint stays, so the rerun continues from it. With --grow, a point that ran out of
 memory or time gets twice as much in its config.yaml first (launcher/grow.py; the cluster's side:
 Backend.job_resources), or is left out with one line when cluster.max_attempts or its partition stops it.
+A config.yaml written by an earlier hpml (e.g. `workload.compile: false`, before the key took a mode name) is read
+through conf/migrations.py and written back in today's schema when its point is rerun, one line per key changed;
+the file as it was stays in the moved attempt's folder.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
+from hpml.conf.migrations import migrated
 from hpml.conf.schema import HpmlConfig, config_from_dict
 from hpml.contract.folders import folder_problem
 from hpml.contract.jsonio import read_json, write_json_atomic
@@ -107,7 +111,7 @@ def rerun_problems(sweep_dir: Path, entry: Dict) -> List[str]:
         values = yaml.safe_load(config.read_text())
         if not isinstance(values, dict):
             raise ValueError(f"not a YAML mapping but {type(values).__name__}")
-        check_config(config_from_dict(values))
+        check_config(config_from_dict(migrated(values)[0]))  # an earlier hpml's keys read as today's
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -123,7 +127,8 @@ def point_config(sweep_dir: Path, point: int, grown: Optional[Growth] = None) ->
 
 
 def config_values(sweep_dir: Path, point: int, grown: Optional[Growth] = None) -> Dict:
-    values = yaml.safe_load((point_dir(sweep_dir, point) / CONFIG_FILE).read_text())
+    """The point's config.yaml in today's schema (conf/migrations.py), with its grown resource."""
+    values, _ = migrated(yaml.safe_load((point_dir(sweep_dir, point) / CONFIG_FILE).read_text()))
     if grown is not None and grown.key:
         group, key = grown.key.split(".")
         values[group][key] = grown.new
@@ -165,9 +170,11 @@ def result_device(folder: Path) -> Optional[str]:
 def prepare_rerun(sweep_dir: Path, entry: Dict, state: Optional[PointState] = None,
                   grown: Optional[Growth] = None) -> JobSpec:
     """Moves the last attempt's files aside (points/<n>/attempts/<k>/, with a copy of its config.yaml and a record
-    of the resources and end it had), writes the grown resource into config.yaml, and rebuilds the point's JobSpec
-    from it. The epoch checkpoint stays, so the rerun resumes from it."""
+    of the resources and end it had), writes the grown resource and an earlier hpml's keys in today's schema
+    (conf/migrations.py, one line each) into config.yaml, and rebuilds the point's JobSpec from it. The epoch
+    checkpoint stays, so the rerun resumes from it."""
     folder = point_dir(sweep_dir, entry["point"])
+    changes = migrated(yaml.safe_load((folder / CONFIG_FILE).read_text()))[1]
     attempt = folder / ATTEMPTS_DIR / str(len(entry.get("previous_job_ids", [])))
     # telemetry sidecars belong to the attempt whose result.json names them (contract/telemetry_format.py)
     names = [RESULT_FILE, STATE_FILE, LOGS_DIR] + sorted(p.name for p in folder.glob(SIDECAR_GLOB))
@@ -183,7 +190,9 @@ def prepare_rerun(sweep_dir: Path, entry: Dict, state: Optional[PointState] = No
             "job_id": entry["job_id"], "state": state.state if state else None,
             "reason": state.reason if state else None, "resources": values["resources"]})
         entry.setdefault("previous_job_ids", []).append(entry["job_id"])
-    if grown is not None and grown.key:
+    for change in changes:  # the file as it was is in the attempt's folder when the point had run
+        print(f"hpml: points/{entry['point']}/{CONFIG_FILE}: {change}")
+    if (grown is not None and grown.key) or changes:
         text = yaml.dump(config_values(sweep_dir, entry["point"], grown), Dumper=yaml.CSafeDumper, sort_keys=False)
         (folder / f"{CONFIG_FILE}.tmp").write_text(text)
         os.replace(folder / f"{CONFIG_FILE}.tmp", folder / CONFIG_FILE)  # whole or not at all: workers read it

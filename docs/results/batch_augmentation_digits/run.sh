@@ -19,13 +19,11 @@ OUT=${OUT:?set OUT to the folder that receives the files}
 PRESET=${PRESET:-batch_augmentation_digits}
 GPUS=${GPUS:-1}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then  # a bare GPU machine: the carried wheels
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
-hpml=(python3 -m hpml.launcher.cli)
+STAGES_FUNCTIONS_ONLY=1 source "$REPO/docs/results/lib/stages.sh"  # the set-up functions alone
+export PYTHONUNBUFFERED=1
+no_nvlink_multicast
+wheels_if_missing  # a bare GPU machine: the carried wheels
+on_pythonpath "$REPO"
 log=$OUT/$label.log
 {
   echo "# $(basename "$0") $(date -u +%FT%TZ) on $(hostname); git HEAD $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -38,16 +36,18 @@ rm -rf "$data"
 if [ -n "${DIGITS:-}" ]; then  # digits written elsewhere (`hpml data digits --root DIGITS`), e.g. no scikit-learn here
   mkdir -p "$data" && cp -r "$DIGITS" "$data/digits"
 else
-  "${hpml[@]}" data digits --root "$data/digits" --ood "$data/ood" | tee -a "$log"
+  hpml data digits --root "$data/digits" --ood "$data/ood" | tee -a "$log"
 fi
 python3 tools/cutout_figure.py --data-root "$data/digits" --out "$OUT/cutout.png" --indices 0 1 --seed 0 | tee -a "$log"
 start=$(date +%s)
 rc=0
-timeout -k 10 "${LAUNCH_LIMIT_S:-540}" "${hpml[@]}" launch "experiment=$PRESET" workload.data_root="$data/digits" \
-  resources.gpus_per_node="$GPUS" sweep.name="${PRESET}_$label" sweep.root="$WORK/sweeps" "$@" >>"$log" 2>&1 || rc=$?
+# timeout runs a program, not the shell function hpml: the launcher spelled out
+timeout -k 10 "${LAUNCH_LIMIT_S:-540}" python3 -m hpml.launcher.cli launch "experiment=$PRESET" \
+  workload.data_root="$data/digits" resources.gpus_per_node="$GPUS" sweep.name="${PRESET}_$label" \
+  sweep.root="$WORK/sweeps" "$@" >>"$log" 2>&1 || rc=$?
 echo "# launch: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$log"
 rm -f "$WORK/sweeps/latest"
-"${hpml[@]}" report "$WORK/sweeps" --out "$WORK/report" >"$WORK/report.txt" 2>&1 || echo "# report: exit $?" | tee -a "$log"
+hpml report "$WORK/sweeps" --out "$WORK/report" >"$WORK/report.txt" 2>&1 || echo "# report: exit $?" | tee -a "$log"
 # The per-step cost of M against M x the single-copy step, from the report's table (batch_augmentation.csv)
 python3 - "$WORK/report/batch_augmentation.csv" <<'PY' | tee -a "$log"
 import csv, sys

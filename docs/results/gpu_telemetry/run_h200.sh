@@ -8,17 +8,15 @@
 # Writes to OUT: gpu_tests.txt, overhead.json, ddp<N>.tgz (the DDP sweep folder; N = 2, or 1 on a 1-GPU host).
 # Python packages the CUDA image lacks (hydra-core, omegaconf, antlr4, submitit) come from .whl/.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"  # the set-up functions alone
+no_nvlink_multicast
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$REPO" || exit 1
 OUT=${OUT:-$REPO/h200_out}
 mkdir -p "$OUT"
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
+wheels_if_missing
+on_pythonpath "$REPO"
 STAGES=${STAGES:-tests overhead ddp}
 START=$(date +%s)
 at() { echo "## $1 at $(( $(date +%s) - START )) s"; }

@@ -16,8 +16,44 @@
 #   DRY_RUN  =1: every stage runs `hpml launch --dry-run` (its points composed and checked, nothing run),
 #            the budget is not applied and nvidia-smi is not needed (give GPUS). A check of a script's
 #            command lines on any machine, before spending GPU time on them.
+#
+# A script that runs its own commands rather than stages takes the set-up functions alone: sourced with
+# STAGES_FUNCTIONS_ONLY=1, this file defines no_nvlink_multicast, on_pythonpath, wheels_if_missing and hpml and
+# does nothing else (no cd, no OUT or run.log, no GPU count, no work folder):
+#
+#   STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"
+#   no_nvlink_multicast; wheels_if_missing; on_pythonpath "$PWD"
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+
+# no_nvlink_multicast: NCCL, torch's symmetric memory and NVSHMEM never use NVLink multicast (the lent machines'
+# rule).
+no_nvlink_multicast() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+}
+
+# on_pythonpath DIR: DIR first on PYTHONPATH (exported), before what was there.
+on_pythonpath() {
+  export PYTHONPATH=$1${PYTHONPATH:+:$PYTHONPATH}
+}
+
+# wheels_if_missing: a bare GPU machine lacks hydra, omegaconf and submitit; they are installed from the carried
+# .whl/ (of the current folder) into /tmp/site, which goes on PYTHONPATH. Returns pip's failure, if any.
+wheels_if_missing() {
+  python3 -c "import hydra, omegaconf, submitit" 2>/dev/null && return 0
+  local rc=0
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl || rc=$?
+  on_pythonpath /tmp/site
+  return "$rc"
+}
+
+hpml() { python3 -m hpml.launcher.cli "$@"; }
+
+if [ "${STAGES_FUNCTIONS_ONLY:-0}" = 1 ]; then
+  return 0
+fi
+
+no_nvlink_multicast
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1  # a worker stopped with SIGABRT logs where it was
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -30,12 +66,8 @@ LOG=$OUT/run.log
 START=$(date +%s)
 DRY_RUN=${DRY_RUN:-0}
 
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/*.whl || { echo "missing hydra/omegaconf/submitit and no usable .whl/" | tee -a "$LOG"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
+wheels_if_missing || { echo "missing hydra/omegaconf/submitit and no usable .whl/" | tee -a "$LOG"; exit 1; }
+on_pythonpath "$REPO"
 
 GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 [ "$GPUS" -ge 1 ] || { echo "no GPU found (nvidia-smi -L); give GPUS=<n> with DRY_RUN=1" | tee -a "$LOG"; exit 1; }
@@ -58,8 +90,6 @@ BELOW=$([ "$NS" = 1 ] || echo "${NS%,*}")
     python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
   fi
 } 2>&1 | tee "$LOG"
-
-hpml() { python3 -m hpml.launcher.cli "$@"; }
 
 # stage NAME ESTIMATE_S hpml-launch-arguments...: one launch (logged with its time), unless STAGES leaves it
 # out or the budget cannot hold its estimate.

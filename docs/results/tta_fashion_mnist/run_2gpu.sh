@@ -5,17 +5,15 @@
 #   bash docs/results/tta_fashion_mnist/run_2gpu.sh <label> [cap in s, default 230]
 set -uo pipefail
 label=$1 cap=${2:-230}
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-hpml=(python3 -m hpml.launcher.cli)
+STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"  # the set-up functions alone
+wheels_if_missing  # hydra, omegaconf and submitit from .whl/ where python3 lacks them
+on_pythonpath "$PWD"
+export PYTHONUNBUFFERED=1
+no_nvlink_multicast
 nvidia-smi --query-gpu=index,name,driver_version,power.limit --format=csv | tee "$OUT/$label-gpus.txt"
 data=/tmp/hpml-fashion-mnist work=/tmp/tta_fm_$label
 rm -rf "$data" "$work"; mkdir -p "$work"
-"${hpml[@]}" data fashion-mnist --root "$data" --from .fmnist >/dev/null
+hpml data fashion-mnist --root "$data" --from .fmnist >/dev/null
 recipe=(--dataset fashion_mnist --data-root "$data" --target 0.93 --epochs 15 --lr 0.2 --warmup-epochs 1
         --decay-epochs 15 --crop-padding 2 --flip)
 sweep() {  # sweep <gpu> <seeds>
@@ -30,6 +28,6 @@ timeout "$cap" bash -c "CUDA_VISIBLE_DEVICES=1 torchrun --standalone --nproc_per
 wait
 grep -h '^{' "$work/plain.log" | cut -c1-160
 rm -f "$work"/eager/latest
-"${hpml[@]}" report "$work/eager" >"$OUT/$label-report.md" 2>&1
+hpml report "$work/eager" >"$OUT/$label-report.md" 2>&1
 tar czf "$OUT/$label-sweeps.tgz" -C "$work" eager
 grep -A4 "### Time to accuracy" "$OUT/$label-report.md" | head -6

@@ -7,21 +7,19 @@
 # and .whl/ carried:   bash docs/results/tta_gpus_fashion_mnist/run.sh <label>
 set -uo pipefail
 label=$1
-if ! python3 -c "import hydra, omegaconf, submitit" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-hpml=(python3 -m hpml.launcher.cli)
+STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"  # the set-up functions alone
+wheels_if_missing  # hydra, omegaconf and submitit from .whl/ where python3 lacks them
+on_pythonpath "$PWD"
+export PYTHONUNBUFFERED=1
+no_nvlink_multicast
 nvidia-smi --query-gpu=index,name,driver_version,power.limit --format=csv | tee "$OUT/$label-gpus.txt"
 data=/tmp/hpml-fashion-mnist work=/tmp/tta_gpus_fm_$label
 rm -rf "$data" "$work"; mkdir -p "$work"
-"${hpml[@]}" data fashion-mnist --root "$data" --from .fmnist >/dev/null
+hpml data fashion-mnist --root "$data" --from .fmnist >/dev/null
 recipe=(--dataset fashion_mnist --data-root "$data" --target 0.93 --epochs 15 --lr 0.2 --warmup-epochs 1
         --decay-epochs 15 --crop-padding 2 --flip)
 launch() {  # launch <gpus> <visible> <compile>
-  CUDA_VISIBLE_DEVICES=$2 "${hpml[@]}" launch experiment=tta_fashion_mnist workload.data_root="$data" \
+  CUDA_VISIBLE_DEVICES=$2 hpml launch experiment=tta_fashion_mnist workload.data_root="$data" \
     resources.gpus_per_node="$1" resources.workers_per_node="$1" workload.parallel=ddp workload.scaling=strong \
     workload.save_model=false workload.compile="$3" sweep.seed=0 sweep.name="tta_gpus_fm_${label}_${1}gpu_$3" \
     sweep.root="$work/sweeps" >"$work/launch_$1_$3.log" 2>&1
@@ -40,6 +38,6 @@ plain 4 0,1,2,3 reduce-overhead; plain 4 0,1,2,3 none
 tail -n 2 "$work"/launch_*.log
 grep -h '^{' "$work"/plain_*.log | cut -c1-200
 rm -f "$work/sweeps/latest"
-"${hpml[@]}" report "$work/sweeps" >"$OUT/$label-report.md" 2>&1
+hpml report "$work/sweeps" >"$OUT/$label-report.md" 2>&1
 tar czf "$OUT/$label-sweeps.tgz" -C "$work" sweeps
 grep -A12 "### Time to accuracy" "$OUT/$label-report.md" | head -14

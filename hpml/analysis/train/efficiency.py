@@ -110,9 +110,9 @@ def efficiency_table(docs: List[Mapping[str, Any]], label_of) -> pd.DataFrame:
 MFU_INTRO = ("MFU: model FLOPs per sample (forward + backward, FlopCounterMode: 2 FLOPs per MAC, no recomputation, "
              "no optimizer) x samples per step / median timed step / (devices x the GPU's dense peak for the "
              "precision: conf/hardware/gpu_peaks.py). Bound: the first of GPU-bound (kernels other than NCCL's busy "
-             "≥ 80 % of the step, torch.profiler), data-bound (loader wait ≥ 25 %), communication-bound (DDP's exposed "
-             "all-reduce ≥ 25 %), CPU-bound (no GPU), else host-bound (contract/step_efficiency.py). n/a: why, "
-             "below the table.")
+             "≥ 80 % of the wall time of the steps torch.profiler timed after training), data-bound (loader wait "
+             "≥ 25 %), communication-bound (DDP's exposed all-reduce ≥ 25 %), CPU-bound (no GPU), else host-bound "
+             "(contract/step_efficiency.py). n/a: why, below the table.")
 
 
 def na_lines(table: pd.DataFrame) -> str:
