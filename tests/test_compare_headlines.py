@@ -1,11 +1,13 @@
 """`hpml compare`'s headline numbers of quantize, paleo, probe, cuda_vecadd and dataloader results (issue 34): each
 value against a number computed here by hand from the raw arrays of hand-made results (the study tests' own), with
 its direction; then the real verb on factory-written sweeps of all five and on the committed quantize sweeps, whose
-numbers must agree with the study's own committed report."""
+numbers must agree with the study's own committed report; and the committed H100 and H200 time-to-accuracy sweeps'
+energy, GPU-hours and cost to target (issue 36)."""
 
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from pathlib import Path
 
@@ -195,3 +197,45 @@ def test_compare_of_the_committed_quantize_sweeps_agrees_with_their_reports(comm
             assert low <= float(rows[name][side]) <= high
     torch_ao = rows["torch.ao int8 held-out pass (median)"]
     assert float(torch_ao["ratio"]) > 3 and torch_ao["verdict"] == "worse"
+
+
+def compare_committed_tta(committed_sweeps, tmp_path):
+    """hpml compare of the committed H100 (baseline) and H200 time-to-accuracy sweeps: (its run, rows by metric)."""
+    h100 = committed_sweeps("tta_digits/h100") / "2026-11-23_16-31-43_tta_digits_h100"
+    h200 = committed_sweeps("tta_digits/h200") / "2026-11-23_16-29-27_tta_digits_h200"
+    done = run_hpml(["compare", str(h100), str(h200), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done, {row["metric"]: row for row in csv.DictReader(open(tmp_path / "out" / "compare.csv"))}
+
+
+def test_energy_is_a_headline_number_and_agrees_with_the_studys_own_table(committed_sweeps, tmp_path):
+    """On the committed H100 and H200 time-to-accuracy sweeps (NVML sidecars packed with them): energy per epoch is
+    compared, with the study report's own numbers (docs/results/tta_digits/report/telemetry_energy.csv: 50.47 +-
+    5.039 J on the H100, 29.75 +- 3.988 J on the H200), and the H200 is faster to the target, as its table says."""
+    done, rows = compare_committed_tta(committed_sweeps, tmp_path)
+    energy = rows["energy per timed phase (epoch)"]
+    assert float(energy["baseline_mean"]) == pytest.approx(50.47, abs=0.005)
+    assert float(energy["candidate_mean"]) == pytest.approx(29.75, abs=0.005)
+    assert energy["verdict"] == "better" and rows["time to accuracy"]["verdict"] == "better"
+    assert "olympic means 7.725 s vs 3.502 s" in rows["time to accuracy"]["note"]
+    assert "GPU NVIDIA H100 80GB HBM3" in done.stdout and "GPU NVIDIA H200" in done.stdout
+
+
+def test_energy_gpu_hours_and_cost_to_target_are_headline_numbers(committed_sweeps, tmp_path):
+    """Issue 36: on the same sweeps, energy, energy per sample and GPU-hours to target are compared the MLPerf way
+    (olympic means, the converged fraction), with the time-to-accuracy report's per-run numbers (tests/
+    test_energy_to_target.py); no point was launched with a price, so there is no cost row. A result without NVML
+    telemetry is left out of the energy rows, never counted as a run that missed the target."""
+    _, rows = compare_committed_tta(committed_sweeps, tmp_path)
+    energy = rows["energy to target"]
+    assert float(energy["baseline_mean"]) == pytest.approx((1338.306 + 1264.151 + 868.315 + 504.43 + 635.22) / 5)
+    assert float(energy["candidate_mean"]) == pytest.approx((918.9 + 484.048 + 422.573 + 385.128 + 414.056) / 5)
+    assert "converged 5/5 vs 5/5" in energy["note"] and " J vs " in energy["note"]
+    assert "energy per sample to target" in rows and "GPU-hours to target" in rows and "cost to target" not in rows
+
+    from hpml.analysis.compare.metrics import TO_TARGET, applies
+
+    h100 = committed_sweeps("tta_digits/h100") / "2026-11-23_16-31-43_tta_digits_h100"
+    no_telemetry = {**json.loads((h100 / "points" / "0" / "result.json").read_text()), "telemetry": {
+        "status": "unavailable", "reason": "no CUDA device", "interval_ms": 100, "sidecars": []}, "path": "x"}
+    assert not applies(TO_TARGET[0], no_telemetry) and applies(TO_TARGET[2], no_telemetry)
