@@ -78,9 +78,10 @@ def test_grow_doubles_the_time_of_a_point_that_reached_its_time_limit(hpml, tmp_
     sweep = sweep_dir_of(tmp_path)
     assert done.returncode == 1 and "0      timeout" in done.stdout, done.stdout + done.stderr
     first = manifest_of(sweep)["points"][0]["job_id"]
-    # submitit answers the time-limit warning, with no requeue left, by ending the job: SLURM says FAILED, the
-    # point's own state.json says timeout (launcher/point_job.out_of_requeues), and status keeps the exact word
-    assert sacct_state(first) == "FAILED"
+    # submitit answers the time-limit warning, with no requeue left, by ending the job: SLURM says FAILED. On a busy
+    # machine the limit can come before that ending completes, and SLURM says TIMEOUT. Either way the point's own
+    # state.json says timeout (launcher/point_job.out_of_requeues), and status (above) keeps the exact word
+    assert sacct_state(first) in ("FAILED", "TIMEOUT")
     grown = hpml("resume", "--grow", "--no-wait", str(sweep))
     try:
         assert grown.returncode == 0, grown.stdout + grown.stderr
