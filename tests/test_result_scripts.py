@@ -118,9 +118,12 @@ def test_hw5_bars_from_the_four_gpu_results(tmp_path):
 
 # --- the set-up every GPU run script shares (docs/results/lib/stages.sh, sourced with STAGES_FUNCTIONS_ONLY=1) -----
 
-SETUP_SCRIPTS = ["docs/results/tta_fashion_mnist/run_parallel.sh", "docs/results/tta_fashion_mnist/run_2gpu.sh",
-                 "docs/results/tta_gpus_fashion_mnist/run.sh", "docs/results/batch_augmentation_digits/run.sh",
-                 "docs/results/gpu_telemetry/run_h200.sh"]
+# every script that takes the functions alone, found rather than listed: a new run script is held to the rule too
+SETUP_SCRIPTS = sorted(str(path.relative_to(REPO)) for path in (REPO / "docs" / "results").rglob("*.sh")
+                       if "STAGES_FUNCTIONS_ONLY=1 source " in path.read_text() and path.parent.name != "lib")
+assert {"docs/results/tta_fashion_mnist/run_parallel.sh", "docs/results/tta_gpus_fashion_mnist/run.sh",
+        "docs/results/batch_augmentation_digits/run.sh", "docs/results/gpu_telemetry/run_h200.sh",
+        "docs/results/tta_fashion_mnist/run_1gpu.sh"} <= set(SETUP_SCRIPTS)  # the search finds them
 # the lines stages.sh's functions hold, which a script sourcing it no longer repeats
 OWN_SETUP = re.compile(r"pip install|NCCL_NVLS_ENABLE|import hydra, omegaconf, submitit|PYTHONPATH=|hpml=\(")
 
