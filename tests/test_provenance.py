@@ -1,5 +1,6 @@
 """Disk and provenance (issue 11, class 7): a completed training point leaves no checkpoint behind unless
-asked to keep it, a failed one keeps it for resume, and every result says which code and which GPUs made it."""
+asked to keep it, a failed one keeps it for resume (tests/test_failure_reasons.py, on the launch whose killed worker
+it also proves), and every result says which code and which GPUs made it."""
 
 from __future__ import annotations
 
