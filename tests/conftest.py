@@ -3,6 +3,8 @@ that the `hpml evaluate` tests score (tests/evaluate_study.py)."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -75,6 +77,67 @@ def hpml_in():
 
     return _run
 
+
+def session_folder(tmp_path_factory) -> Path:
+    """A folder every test of this pytest run sees and no other run does: under pytest-xdist, the controller's
+    basetemp, the folder above each worker's own (xdist makes a worker's basetemp <controller's>/popen-gwN); in one
+    process, the session's basetemp (its parent is shared by every run of this user)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def shared_sweep(tmp_path_factory):
+    """shared_sweep(*overrides, env=None) -> the finished sweep of `hpml launch *overrides`, launched once per test
+    run however many test files and xdist workers ask for it: a launch is seconds of process starts (CLI, torchrun,
+    workers), so files that launch the same sweep and only read it share one (issue 41). The first caller launches
+    under a file lock; the others wait on the lock, then read the same folder. Readers must not write into it (a
+    test that resumes, damages or deletes works on shutil.copytree(sweep, ..., symlinks=True): `hpml resume` runs on
+    such a copy). `env` says where a preset finds its files (tiny_data_env), not what it runs: it is not part of the
+    key. A launch that failed leaves no mark, so the next caller launches again and fails with its own output."""
+    folder = session_folder(tmp_path_factory) / "shared_sweeps"
+    folder.mkdir(exist_ok=True)
+
+    def _sweep(*overrides: str, env: dict | None = None, timeout: float = 600) -> Path:
+        key = hashlib.sha256("\0".join(overrides).encode()).hexdigest()[:16]
+        root, launched = folder / key, folder / key / "launched"
+        with open(folder / f"{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the launch below fails
+            if not launched.is_file():
+                shutil.rmtree(root, ignore_errors=True)
+                root.mkdir()
+                done = run_hpml(["launch", *overrides], cwd=root, timeout=timeout, env=env)
+                assert done.returncode == 0, done.stdout + done.stderr
+                (root / LAUNCH_STDOUT).write_text(done.stdout)
+                launched.write_text(" ".join(overrides) + "\n")
+        return (root / "sweeps" / "latest").resolve()
+
+    return _sweep
+
+
+LAUNCH_STDOUT = "launch.stdout"
+
+
+def launch_stdout(sweep: Path) -> str:
+    """What `hpml launch` printed when shared_sweep made this sweep (its progress lines)."""
+    return (sweep.parent.parent / LAUNCH_STDOUT).read_text()
+
+
+def own_copy(sweep: Path, target: Path) -> Path:
+    """A copy of a (shared) sweep for a test that changes it; `hpml resume` of the copy runs in the copy."""
+    shutil.copytree(sweep, target, symlinks=True)
+    return target
+
+
+# Sweeps that several test files launch alike, named once so that shared_sweep launches them once
+KEPT_CHECKPOINT = ("experiment=tiny/train", "workload.keep_checkpoint=true")  # a finished point and its checkpoint.pt
+# a small finished train point that resume tests damage on their own copies (test_damaged_files.py,
+# test_config_migrations.py)
+# the allreduce_vs_bare preset cut to 1..64 KiB: impl=hpml and raw on 2 gloo workers (test_allreduce.py,
+# test_allreduce_report.py)
+ALLREDUCE_VS_BARE = ("experiment=allreduce_vs_bare", "workload.max_bytes=65536")
+SMALL_TRAIN = ("workload.synthetic_samples=8", "workload.batch_size=4", "workload.epochs=2", "workload.model=hpml_cnn",
+               "workload.checkpoint=false")
 
 DIGITS_ENV = "HPML_DIGITS_ROOT"  # where tiny presets that read real files (conf/experiment/tiny/*.yaml) find them
 

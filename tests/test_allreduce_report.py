@@ -10,6 +10,7 @@ import pytest
 from hpml.analysis.allreduce.plots import size_text
 from hpml.analysis.report import main as report_main
 from hpml.analysis.synthetic.sections import duration_text
+from tests.conftest import ALLREDUCE_VS_BARE, launch_stdout, own_copy
 from tests.factories import write_result as write
 from tests.factories.allreduce import allreduce_result
 
@@ -76,12 +77,12 @@ def test_duration_text(seconds, text):
     assert duration_text(seconds) == text
 
 
-def test_hpml_launch_allreduce_vs_bare_then_report(hpml, tmp_path):
-    """The allreduce_vs_bare preset cut to 1..64 KiB: 2 gloo workers, impl=hpml and raw, then `hpml report`."""
-    done = hpml("launch", "experiment=allreduce_vs_bare", "workload.max_bytes=65536")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "[allreduce_vs_bare] 2/2 done" in done.stdout
-    sweep = tmp_path / "sweeps" / "latest"
+def test_hpml_launch_allreduce_vs_bare_then_report(hpml, tmp_path, shared_sweep):
+    """The allreduce_vs_bare preset cut to 1..64 KiB: 2 gloo workers, impl=hpml and raw, then `hpml report`. Launched
+    once per test run (test_allreduce.py reads the same sweep); the report is written into this test's copy."""
+    launched = shared_sweep(*ALLREDUCE_VS_BARE)
+    assert "[allreduce_vs_bare] 2/2 done" in launch_stdout(launched)
+    sweep = own_copy(launched, tmp_path / "sweep")
     report = hpml("report", str(sweep))
     assert report.returncode == 0, report.stderr
     assert "## allreduce_vs_bare · allreduce" in report.stdout

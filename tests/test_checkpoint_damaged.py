@@ -12,17 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import run_hpml
-
-TINY = ["experiment=tiny/train", "workload.keep_checkpoint=true"]
+from tests.conftest import KEPT_CHECKPOINT, run_hpml
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("ckpt")
-    done = run_hpml(["launch", *TINY], cwd=root, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return (root / "sweeps" / "latest").resolve()
+def finished(shared_sweep) -> Path:
+    """The finished tiny train point with its checkpoint kept, launched once per test run (test_provenance.py reads
+    it too); each test resumes its own copy."""
+    return shared_sweep(*KEPT_CHECKPOINT, timeout=300)
 
 
 def damage(point: Path, how: str) -> None:

@@ -15,6 +15,7 @@ from hpml.conf.schema import config_from_dict
 from hpml.conf.validation import ConfigValueError
 from hpml.conf.workload.train import CompileMode
 from hpml.launcher.status import current_states
+from tests.conftest import SMALL_TRAIN, own_copy
 
 
 def as_old_hpml_wrote_it(values: dict, compile_value: bool) -> dict:
@@ -63,11 +64,9 @@ def test_compile_true_ran_torch_compiles_default_mode():
     assert CompileMode.default.torch_mode == "default"
 
 
-def test_a_sweep_whose_point_config_says_compile_false_resumes(tmp_path, hpml):
-    launch = hpml("launch", "workload.synthetic_samples=8", "workload.batch_size=4", "workload.epochs=2",
-                  "workload.model=hpml_cnn", "workload.checkpoint=false", timeout=300)
-    assert launch.returncode == 0, launch.stdout + launch.stderr
-    sweep = (tmp_path / "sweeps" / "latest").resolve()
+def test_a_sweep_whose_point_config_says_compile_false_resumes(tmp_path, hpml, shared_sweep):
+    # a launched small point (launched once per test run: test_damaged_files.py damages it too), on its own copy
+    sweep = own_copy(shared_sweep(*SMALL_TRAIN, timeout=300), tmp_path / "sweep")
     folder = sweep / "points" / "0"
     launched = yaml.safe_load((folder / "config.yaml").read_text())
     old_text = yaml.dump(as_old_hpml_wrote_it(launched, False), Dumper=yaml.CSafeDumper, sort_keys=False)

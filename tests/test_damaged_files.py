@@ -18,6 +18,7 @@ import yaml
 from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT
 from hpml.launcher.resume import BUSY
 from hpml.launcher.status import RUNNER_GONE, current_states
+from tests.conftest import SMALL_TRAIN, own_copy
 from tests.factories import envelope
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -230,13 +231,11 @@ def test_running_is_shown_only_while_its_runner_lives(tmp_path, hpml):
     assert [s.point for s in current_states(sweep) if s.state not in ("completed", *BUSY)] == [0, 1, 3, 4]
 
 
-def test_resume_reruns_a_completed_point_whose_result_was_truncated(tmp_path, hpml):
+def test_resume_reruns_a_completed_point_whose_result_was_truncated(tmp_path, hpml, shared_sweep):
     """The real thing: a launched point completes, its result.json is cut in half afterwards (a full disk,
-    a bad copy); status shows it failed with one line, `hpml resume` reruns exactly it, and it completes."""
-    launch = hpml("launch", "workload.synthetic_samples=8", "workload.batch_size=4", "workload.epochs=2",
-                  "workload.model=resnet18", timeout=300)
-    assert launch.returncode == 0, launch.stdout + launch.stderr
-    sweep = (tmp_path / "sweeps" / "latest").resolve()
+    a bad copy); status shows it failed with one line, `hpml resume` reruns exactly it, and it completes. The point
+    is launched once per test run (test_config_migrations.py damages it too); this test changes its own copy."""
+    sweep = own_copy(shared_sweep(*SMALL_TRAIN, timeout=300), tmp_path / "sweep")
     result = sweep / "points" / "0" / "result.json"
     text = result.read_text()
     result.write_text(text[: len(text) // 2])

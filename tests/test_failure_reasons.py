@@ -69,10 +69,14 @@ def test_without_a_report_the_reason_is_the_last_line_that_says_something(tmp_pa
         "torchrun killed by signal 15 (SIGTERM)"
 
 
-def test_a_sweeps_worker_killed_with_sigkill_is_one_line_in_state_and_status(tmp_path):
-    launch = start_launch(tmp_path, "experiment=tiny/train", "workload.epochs=8")
+def test_a_sweeps_worker_killed_with_sigkill_is_one_line_in_state_and_status_and_keeps_its_checkpoint(tmp_path):
+    """Killed after its first epoch's checkpoint: the point fails with the signal as its reason, and checkpoint.pt
+    stays for resume (issue 11, class 7; one launch proves both, issue 41: this was also test_provenance.py's)."""
+    launch = start_launch(tmp_path, "experiment=tiny/train", "workload.epochs=200")
     try:
         sweep = wait_for(lambda: sweep_of(tmp_path) or launch.poll() is not None, 60, "the sweep folder")
+        checkpoint = sweep / "points/0/checkpoint.pt"
+        wait_for(lambda: checkpoint.exists() or launch.poll() is not None, 120, "the first epoch's checkpoint.pt")
         worker = wait_for(lambda: worker_pids(sweep) or launch.poll() is not None, 120, "the worker")
         assert launch.poll() is None, launch.communicate()
         os.kill(worker[0], signal.SIGKILL)
@@ -81,6 +85,7 @@ def test_a_sweeps_worker_killed_with_sigkill_is_one_line_in_state_and_status(tmp
         if launch.poll() is None:
             os.killpg(launch.pid, signal.SIGKILL)
     assert launch.returncode == 1, out + err
+    assert checkpoint.exists(), out + err  # kept for resume
     reason = "rank 0 killed by signal 9 (SIGKILL)"
     assert (state(sweep, 0)["state"], state(sweep, 0)["reason"]) == ("failed", reason)
     status = run_hpml(["status", str(sweep)], cwd=tmp_path).stdout

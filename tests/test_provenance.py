@@ -1,38 +1,30 @@
 """Disk and provenance (issue 11, class 7): a completed training point leaves no checkpoint behind unless
-asked to keep it, a failed one keeps it for resume, and every result says which code and which GPUs made it."""
+asked to keep it, a failed one keeps it for resume (tests/test_failure_reasons.py, on the launch whose killed worker
+it also proves), and every result says which code and which GPUs made it."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from hpml.workloads.common import provenance
-from tests.sweep_processes import worker_pids
+from tests.conftest import KEPT_CHECKPOINT
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def only_sweep(root: Path) -> Path:
-    (sweep,) = [d for d in (root / "sweeps").iterdir() if d.name != "latest"]
-    return sweep
 
 
 def git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30)
 
 
-def test_a_completed_point_removes_its_checkpoint_and_records_the_code_that_ran(hpml, tmp_path):
-    done = hpml("launch", "experiment=tiny/train")
-    assert done.returncode == 0, done.stdout + done.stderr
-    point = only_sweep(tmp_path) / "points" / "0"
+def test_a_completed_point_removes_its_checkpoint_and_records_the_code_that_ran(shared_sweep):
+    # the study contract's tiny train point (tests/test_study_contract.py), launched once per test run
+    point = shared_sweep("experiment=tiny/train") / "points" / "0"
     result = json.loads((point / "result.json").read_text())
     assert result["status"] == "ok"
     assert not (point / "checkpoint.pt").exists() and not (point / ".checkpoint.pt.tmp").exists()
@@ -51,38 +43,15 @@ def test_a_completed_point_removes_its_checkpoint_and_records_the_code_that_ran(
     assert result["environment"]["gpu_driver"] is None and result["environment"]["gpu_topology"] is None
 
 
-def test_keep_checkpoint_keeps_it(hpml, tmp_path):
-    done = hpml("launch", "experiment=tiny/train", "workload.keep_checkpoint=true")
-    assert done.returncode == 0, done.stdout + done.stderr
-    point = only_sweep(tmp_path) / "points" / "0"
+def test_keep_checkpoint_keeps_it(shared_sweep):
+    # the sweep tests/test_checkpoint_damaged.py resumes copies of, launched once per test run
+    point = shared_sweep(*KEPT_CHECKPOINT) / "points" / "0"
     assert json.loads((point / "result.json").read_text())["status"] == "ok"
     assert (point / "checkpoint.pt").stat().st_size > 1_000_000  # ResNet-18 and its momentum: ~90 MB
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker through /proc")
-def test_a_killed_point_keeps_its_checkpoint_for_resume(tmp_path):
-    """SIGKILL of the worker after its first epoch checkpoint: the point fails and checkpoint.pt stays."""
-    launch = subprocess.Popen([sys.executable, "-m", "hpml.launcher.cli", "launch", "experiment=tiny/train",
-                               "workload.epochs=200"], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        checkpoints = []  # not through sweeps/latest, the link to the same folder
-        while time.monotonic() < deadline and not checkpoints:
-            time.sleep(0.2)
-            checkpoints = [p for p in tmp_path.glob("sweeps/*/points/0/checkpoint.pt") if "latest" not in p.parts]
-        (checkpoint,) = checkpoints
-        pids = worker_pids(checkpoint.parents[2])  # the point's sweep folder
-        assert pids, "no training worker found"
-        for pid in pids:
-            os.kill(pid, signal.SIGKILL)
-        output, _ = launch.communicate(timeout=120)
-    finally:
-        if launch.poll() is None:
-            launch.kill()
-    state = json.loads((checkpoint.parent / "state.json").read_text())
-    assert state["state"] != "completed", output
-    assert checkpoint.exists(), output
+# A killed point keeps its checkpoint for resume: proved on the same launch as its one-line reason, in
+# tests/test_failure_reasons.py (test_a_sweeps_worker_killed_with_sigkill_..._and_keeps_its_checkpoint).
 
 
 # --- the provenance lookups themselves: bounded, and null with a reason where nothing can be known ---

@@ -42,15 +42,13 @@ def test_every_workload_has_a_tiny_preset_that_composes_to_one_cpu_point(name, c
 
 
 @pytest.fixture(scope="module", params=WORKLOADS)
-def tiny_sweep(request, tmp_path_factory, hpml_in, tiny_data_env):
+def tiny_sweep(request, shared_sweep, tiny_data_env):
     """`hpml launch experiment=tiny/<name>` for real: submitit's local executor, torchrun, gloo on CPU (a preset
-    that reads real files finds the digits at $HPML_DIGITS_ROOT: conftest's tiny_data_env)."""
+    that reads real files finds the digits at $HPML_DIGITS_ROOT: conftest's tiny_data_env). Launched once per test
+    run (conftest's shared_sweep): test_provenance.py and test_telemetry_capture.py read the same points."""
     name = request.param
-    root = tmp_path_factory.mktemp(f"tiny_{name}")
     env = tiny_data_env(REPO / "hpml" / "conf" / "experiment" / "tiny" / f"{name}.yaml")
-    done = hpml_in(root, "launch", f"experiment=tiny/{name}", timeout=300, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return name, (root / "sweeps" / "latest").resolve()
+    return name, shared_sweep(f"experiment=tiny/{name}", env=env, timeout=300)
 
 
 def test_the_tiny_point_writes_a_result_the_analysis_accepts(tiny_sweep):

@@ -56,11 +56,10 @@ def test_hpml_launch_refuses_a_bad_interval_in_one_line(hpml):
 
 # --- result.json's block on real points --------------------------------------------------------------------
 
-def test_a_real_cpu_point_says_unavailable_with_the_reason(tmp_path, hpml_in):
-    """`hpml launch` of the tiny all-reduce preset: torchrun, gloo on the CPU, no sidecar, a valid result."""
-    done = hpml_in(tmp_path, "launch", "experiment=tiny/allreduce", timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    folder = point_dir((tmp_path / "sweeps" / "latest").resolve(), 0)
+def test_a_real_cpu_point_says_unavailable_with_the_reason(shared_sweep):
+    """`hpml launch` of the tiny all-reduce preset: torchrun, gloo on the CPU, no sidecar, a valid result. The
+    study contract's point (tests/test_study_contract.py), launched once per test run."""
+    folder = point_dir(shared_sweep("experiment=tiny/allreduce", timeout=300), 0)
     doc = json.loads((folder / RESULT_FILE).read_text())
     assert doc["status"] == "ok" and validate_result(doc) == []
     assert doc["telemetry"] == {"status": "unavailable", "reason": NO_CUDA_REASON, "interval_ms": 100,

@@ -25,7 +25,7 @@ from hpml.analysis.telemetry.stats import (
 )
 from hpml.contract.sweep_layout import RESULT_FILE, point_dir
 from hpml.contract.telemetry_format import sidecar_name
-from tests.conftest import run_hpml
+from tests.conftest import own_copy, run_hpml
 from tests.factories import write_result
 from tests.factories.telemetry import (
     PHASES,
@@ -214,12 +214,11 @@ def test_figure_names_never_collide():
                                         "telemetry_b_run.png"]
 
 
-def test_hpml_report_end_to_end_with_a_real_cpu_point_and_a_hand_made_sidecar(tmp_path):
+def test_hpml_report_end_to_end_with_a_real_cpu_point_and_a_hand_made_sidecar(tmp_path, shared_sweep):
     """A real tiny CPU point (its result has an "unavailable" block, or none when written before telemetry),
-    and a copy of it as point 1 whose block is ok with the hand-made sidecar."""
-    done = run_hpml(["launch", "experiment=tiny/allreduce"], cwd=tmp_path, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    sweep = (tmp_path / "sweeps" / "latest").resolve()
+    and a copy of it as point 1 whose block is ok with the hand-made sidecar. The point is the study contract's
+    (launched once per test run); point 1 and the report are written into this test's own copy."""
+    sweep = own_copy(shared_sweep("experiment=tiny/allreduce", timeout=300), tmp_path / "sweep")
     real = json.loads((point_dir(sweep, 0) / RESULT_FILE).read_text())
     block = real.get("telemetry")
     assert block is None or block["status"] == "unavailable", block
