@@ -131,11 +131,11 @@ def own_copy(sweep: Path, target: Path) -> Path:
 
 # Sweeps that several test files launch alike, named once so that shared_sweep launches them once
 KEPT_CHECKPOINT = ("experiment=tiny/train", "workload.keep_checkpoint=true")  # a finished point and its checkpoint.pt
-# a small finished train point that resume tests damage on their own copies (test_damaged_files.py,
-# test_config_migrations.py)
 # the allreduce_vs_bare preset cut to 1..64 KiB: impl=hpml and raw on 2 gloo workers (test_allreduce.py,
 # test_allreduce_report.py)
 ALLREDUCE_VS_BARE = ("experiment=allreduce_vs_bare", "workload.max_bytes=65536")
+# a small finished train point that resume tests damage on their own copies (test_damaged_files.py,
+# test_config_migrations.py)
 SMALL_TRAIN = ("workload.synthetic_samples=8", "workload.batch_size=4", "workload.epochs=2", "workload.model=hpml_cnn",
                "workload.checkpoint=false")
 
