@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 43, item 3 on one GPU: batch augmentation on Fashion-MNIST (experiment=batch_augmentation_fashion_mnist,
 # M = 1, 2, 4, 8 copies of each image with crop, flip and Cutout, ResNet-20, to 92 % top-1) for the seeds given,
-# then the quantization preset (experiment=quantization_fashion_mnist: float training on the GPU, int8 stages and
-# torch.ao's cross-check on the host's CPU) for its seeds, one run at a time, under one time cap; everything packed
+# then the quantization preset (experiment=quantization_fashion_mnist: the float training, the int8 stages and
+# torch.ao's cross-check all on the host's CPU, workload.device=cpu) for its seeds, one run at a time, under one time cap; everything packed
 # into one archive after each sweep, so that a cut leaves what finished. With PLAIN=1 the plain loop
 # (tools/plain_batch_aug.py, same recipe, same Ms, one seed) runs first, alone on the GPU.
 # From the repository root, $OUT set, .fmnist/ and .whl/ carried:
 #   [PLAIN=1] [MS=1,2,4,8] bash docs/results/batch_augmentation_fashion_mnist/run_1gpu.sh <label> [cap s, 400] \
-#        [aug seeds, 0] [quant seeds, 0; "none" skips the quantization sweep]
+#        [aug seeds, 0; "none" skips the batch-augmentation sweep] [quant seeds, 0; "none" skips the quantization sweep]
 set -uo pipefail
 label=$1 cap=${2:-400} aug_seeds=${3:-0} quant_seeds=${4:-0} ms=${MS:-1,2,4,8}
 STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"  # the set-up functions alone
@@ -34,7 +34,7 @@ if [ "${PLAIN:-0}" = 1 ]; then
     --out "$work/out/plain.json" >"$work/out/plain.log" 2>&1
   pack; echo "plain loop done at $(( SECONDS - start )) s"
 fi
-timeout "$(left)" python3 -m hpml.launcher.cli launch experiment=batch_augmentation_fashion_mnist \
+[ "$aug_seeds" = none ] || timeout "$(left)" python3 -m hpml.launcher.cli launch experiment=batch_augmentation_fashion_mnist \
   workload.data_root="$data" resources.gpus_per_node=1 sweep.name="batch_augmentation_fashion_mnist_$label" \
   sweep.root="$work/aug" "hydra.sweeper.params={sweep.seed: \"$aug_seeds\", workload.batch_augmentation: \"$ms\"}" \
   >"$work/out/aug.log" 2>&1
