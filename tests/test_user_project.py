@@ -26,7 +26,7 @@ SHADOWING = ("launcher", "workloads", "conf", "analysis", "models", "evaluation"
 LIBRARIES = ("hpml", "submitit", "hydra")
 
 USER_PRESET = """# @package _global_
-# The user's own preset: hpml's small CNN on the digits for two epochs, its model kept for `hpml evaluate`.
+# The user's own preset: hpml's small CNN on the first 256 digits for two epochs, its model kept for `hpml evaluate`.
 defaults:
   - override /workload: train
   - override /cluster: local
@@ -36,6 +36,7 @@ workload:
   model: hpml_cnn
   dataset: cifar10
   data_root: data/digits
+  max_samples: 256
   batch_size: 64
   epochs: 2
   save_model: true
