@@ -233,7 +233,8 @@ def test_the_preflight_uses_the_data_sets_real_sizes(compose_values, laid_out):
 
 def test_both_data_paths_train_on_the_real_files_and_say_what_the_model_was_fed(laid_out, tmp_path):
     """The preset on a slice (256 samples of each split), CIFAR ResNet-8 (padded to 32) on the device path and
-    hpml_cnn (as stored) in the DataLoader's workers; then the kept models scored on the rotated copy."""
+    hpml_cnn (as stored) in the DataLoader's workers; then the kept models scored on the rotated copy, both by one
+    `hpml evaluate` of the folder holding the two sweeps (one process start fewer than one evaluate a sweep)."""
     common = ["experiment=tta_fashion_mnist", f"workload.data_root={laid_out / 'root'}", "workload.max_samples=256",
               "workload.batch_size=64", "workload.epochs=2", "workload.lr_decay_epochs=2", "workload.precision=fp32",
               "workload.channels_last=false", "workload.cifar_stem=false", "sweep.seed=0"]
@@ -241,17 +242,18 @@ def test_both_data_paths_train_on_the_real_files_and_say_what_the_model_was_fed(
             "host": ["workload.model=hpml_cnn", "workload.data_placement=host", "workload.loader_workers=1"]}
     inputs = {}
     for name, overrides in runs.items():
-        (tmp_path / name).mkdir()
-        done = run_hpml(["launch", *common, *overrides], cwd=tmp_path / name)
+        done = run_hpml(["launch", *common, *overrides], cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-2000:]
-        result = json.loads((tmp_path / name / "sweeps" / "latest" / "points" / "0" / "result.json").read_text())
+        result = json.loads((tmp_path / "sweeps" / "latest" / "points" / "0" / "result.json").read_text())
         assert result["status"] == "ok" and result["measurements"]["data_placement"] == name
         inputs[name] = result["measurements"]["input"]
         assert "first 256 samples" in result["measurements"]["dataset_note"]
         assert len(result["measurements"]["evaluation"]["top1"]) == 2
-        scored = run_hpml(["evaluate", "sweeps/latest", "--images", str(laid_out / "ood")], cwd=tmp_path / name)
-        assert scored.returncode == 0, scored.stderr[-2000:]
-        assert "| 1000 |" in scored.stdout and "(1 channel)" in scored.stdout
+    scored = run_hpml(["evaluate", "sweeps", "--images", str(laid_out / "ood")], cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    for model in ("cifar_resnet8", "hpml_cnn"):  # each kept model scored once, on all 1,000 rotated images
+        (row,) = [line for line in scored.stdout.splitlines() if f"| {model} (1 channel) |" in line]
+        assert "| 1000 |" in row, scored.stdout
     assert inputs["device"] == {"channels": 1, "size": 32, "data_size": 28, "padding": 2, "flip": True,
                                 "how": "zero-padded 2 px on each side (28x28 -> 32x32: cifar_resnet8 was designed "
                                        "for 32x32)"}
