@@ -82,5 +82,13 @@ def test_the_plain_ddp_loop_runs_under_torchrun_on_gloo(fashion_root, tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
     assert report["gpu"] == "cpu" and report["gpus"] == 2 and report["compile"] == "none"
+    assert report["cuda_graphs"] is False
     (run,) = report["runs"]
     assert run["converged"] is False and run["epochs"] == 1 and run["energy_j"] is None and run["gpus"] == 2
+
+
+def test_the_plain_ddp_loop_refuses_cuda_graphs_without_a_gpu_in_one_line(tmp_path):
+    done = subprocess.run([sys.executable, str(TOOLS / "plain_ddp_tta.py"), "--data-root", str(tmp_path),
+                           "--cuda-graphs"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and "--cuda-graphs needs a GPU and --compile none" in done.stderr.splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []

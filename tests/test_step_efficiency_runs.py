@@ -56,10 +56,13 @@ def test_cuda_graphs_on_a_cpu_is_one_line_and_nothing_is_written(tmp_path, hpml)
 
 def test_cuda_graphs_with_what_it_cannot_hold_names_the_combination(tmp_path, hpml):
     refused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=2",
-                   "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp",
+                   "resources.gpus_per_node=2", "workload.parallel=dp", "workload.dp_devices=2",
                    "workload.precision=fp16")
     line = one_line_refusal(refused, "workload.cuda_graphs=True is not allowed")
-    assert "parallel=ddp" in line and "precision=fp16" in line
+    assert "parallel=dp (DataParallel" in line and "precision=fp16" in line
+    ddp_graphs = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=2",
+                      "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp")
+    assert ddp_graphs.returncode == 0, ddp_graphs.stderr  # DDP's all-reduces are captured with the step
     refused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
                    "workload.compile=default")
     one_line_refusal(refused, "compile=default (one capture at a time")

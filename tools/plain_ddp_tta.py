@@ -24,6 +24,12 @@ included, as hpml's time-to-accuracy clock). Energy to target: each rank reads i
 counter (the GPU found by UUID) right before that barrier and right after the target's evaluation, outside the
 timed loop; the differences are all-reduced, so each GPU is counted once. Repeats run one after another in this
 one process (seed = repeat), each with a fresh model and optimizer.
+
+With --cuda-graphs (a GPU, no --compile) the step (forward, loss, backward with DDP's all-reduces, fused SGD with
+its rate in a device tensor) is captured in one CUDA graph after 11 eager DDP steps and replayed, by PyTorch's
+recipe for DDP ("Usage with DistributedDataParallel", CUDA semantics): NCCL's async error handling off, DDP built
+on the side stream the warm-up and the capture run on. The batch (indexing, augmentation) is made eagerly and
+copied into the graph's fixed input, as hpml's `workload.cuda_graphs=true` does.
 """
 
 from __future__ import annotations
@@ -112,14 +118,64 @@ def synchronize(device) -> None:
         torch.cuda.synchronize(device)
 
 
+GRAPH_WARMUP_STEPS = 11  # eager DDP steps before capture (PyTorch's notes)
+
+
+class GraphedStep:
+    """The step captured once (after GRAPH_WARMUP_STEPS eager ones on the side stream) and replayed."""
+
+    def __init__(self, model, optimizer, side):
+        self.model, self.optimizer, self.side = model, optimizer, side
+        self.graph = self.x = self.y = None
+        self.eager = 0
+
+    def loss(self, x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            return F.cross_entropy(self.model(x), y)
+
+    def __call__(self, x, y, lr: float) -> None:
+        self.optimizer.param_groups[0]["lr"].fill_(lr)
+        if self.eager < GRAPH_WARMUP_STEPS:
+            self.side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.side):
+                self.optimizer.zero_grad(set_to_none=True)
+                self.loss(x, y).backward()
+                self.optimizer.step()
+            torch.cuda.current_stream().wait_stream(self.side)
+            self.eager += 1
+            return
+        if self.graph is None:
+            torch.cuda.synchronize()
+            self.x, self.y = x.clone(), y.clone()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph, stream=self.side):
+                self.loss(self.x, self.y).backward()
+                self.optimizer.step()
+        self.x.copy_(x)
+        self.y.copy_(y)
+        self.graph.replay()
+
+
 def one_run(args, seed: int, train, test, device, rank: int, world: int, handle) -> dict:
     torch.manual_seed(seed)
-    model = DDP(resnet18_cifar(train[0].shape[1]).to(device, memory_format=torch.channels_last),
-                device_ids=[device.index] if device.type == "cuda" else None)
+    side = torch.cuda.Stream() if args.cuda_graphs else None
+    if side is not None:
+        side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # None: the current stream
+        model = DDP(resnet18_cifar(train[0].shape[1]).to(device, memory_format=torch.channels_last),
+                    device_ids=[device.index] if device.type == "cuda" else None)
+    if side is not None:
+        torch.cuda.current_stream().wait_stream(side)
     if args.compile != "none":  # as a user would: the DDP model compiled whole (torch's DDPOptimizer splits it)
         model = torch.compile(model, mode=args.compile)
     graph_trees = args.compile == "reduce-overhead"
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9, weight_decay=5e-4)
+    if args.cuda_graphs:  # fused SGD, its rate a device tensor: nothing in the captured step reads the host
+        optimizer = torch.optim.SGD(model.parameters(), lr=torch.tensor(0.0, device=device), momentum=0.9,
+                                    weight_decay=5e-4, fused=True)
+        graphed = GraphedStep(model, optimizer, side)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9, weight_decay=5e-4)
     (x, y), (tx, ty) = train, test
     per_rank = args.batch // world
     shard_len = len(y) // world
@@ -142,8 +198,15 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
         shard = torch.randperm(len(y), device=device, generator=generator)[rank::world][:shard_len]
         for i in range(steps):
             index = shard[i * per_rank:(i + 1) * per_rank]
+            lr = rate(step, steps, args.lr, args.warmup_epochs, args.decay_epochs)
+            if args.cuda_graphs:
+                batch = augment(x[index], args.crop_padding, args.flip, pad_value, draws) \
+                    if args.crop_padding or args.flip else x[index]
+                graphed(batch, y[index], lr)
+                step += 1
+                continue
             for group in optimizer.param_groups:
-                group["lr"] = rate(step, steps, args.lr, args.warmup_epochs, args.decay_epochs)
+                group["lr"] = lr
             if graph_trees:  # a new step: the replays of the last one may be overwritten
                 torch.compiler.cudagraph_mark_step_begin()
             with torch.autocast(device.type, dtype=torch.bfloat16):
@@ -195,8 +258,14 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.98)
     parser.add_argument("--compile", choices=("none", "default", "reduce-overhead", "max-autotune"), default="none",
                         help="torch.compile the DDP model in this mode (the first repeat pays the compilation)")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="the whole step in one CUDA graph, DDP's all-reduces included (a GPU, no --compile)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.cuda_graphs and (args.compile != "none" or not torch.cuda.is_available()):
+        parser.error("--cuda-graphs needs a GPU and --compile none (one capture at a time)")
+    if args.cuda_graphs:  # PyTorch's recipe for capturing DDP: read when the process group is made
+        os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
     local = int(os.environ["LOCAL_RANK"])
     handle = None
     if torch.cuda.is_available():
@@ -225,6 +294,7 @@ def main() -> None:
     if rank == 0 and args.out:
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
         args.out.write_text(json.dumps({"gpu": name, "gpus": world, "compile": args.compile,
+                                        "cuda_graphs": args.cuda_graphs,
                                         "torch": torch.__version__, "runs": runs}, indent=1))
     dist.destroy_process_group()
 

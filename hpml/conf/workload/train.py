@@ -296,9 +296,8 @@ def per_worker_batch(cfg: TrainConfig, world_size: int) -> int:
 # what a whole-step CUDA graph cannot hold here, and why: (the combination, the reason) when it is asked for
 def cuda_graph_conflicts(cfg: TrainConfig) -> List[str]:
     conflicts = []
-    if cfg.parallel != Parallel.none:
-        conflicts.append(f"parallel={cfg.parallel.value} (DDP's bucketed all-reduce and DataParallel's threads are "
-                         "not captured here; use parallel=none on one GPU, or compile=reduce_overhead with DDP)")
+    if cfg.parallel == Parallel.dp:
+        conflicts.append("parallel=dp (DataParallel's threads are not captured; use parallel=ddp, one process a GPU)")
     if cfg.compile != CompileMode.none:
         conflicts.append(f"compile={cfg.compile.value} (one capture at a time: compile=reduce_overhead is torch's "
                          "own CUDA graphs)")

@@ -41,7 +41,7 @@ from hpml.workloads.train.data import build_loader, per_worker_batch, placement_
 from hpml.workloads.train.device_data import device_data
 from hpml.workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
 from hpml.workloads.train.evaluation import eval_loader, evaluate
-from hpml.workloads.train.graphed_step import GraphedStepper, graph_optimizer
+from hpml.workloads.train.graphed_step import GraphedStepper, ddp_stream, graph_optimizer
 from hpml.workloads.train.lr_schedule import target_lr
 from hpml.workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
 from hpml.workloads.train.model import build_model, configure_backends, gradient_bytes
@@ -60,7 +60,11 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     loader, held_out = training_data(cfg, seed, ctx, kind, placement)
     model = build_model(cfg, ctx.device)
     extras.gradient_bytes = gradient_bytes(model)
-    model = parallel.wrap_model(model, cfg, ctx)
+    side = ddp_stream(ctx.device) if cfg.cuda_graphs else None
+    with torch.cuda.stream(side):  # None: the current stream (a no-op context)
+        model = parallel.wrap_model(model, cfg, ctx)
+    if side is not None:
+        torch.cuda.current_stream(ctx.device).wait_stream(side)  # DDP's broadcast of rank 0's weights
     step_model = compiled(model, cfg)
     global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
     extras.steps_per_epoch = len(loader)
@@ -68,7 +72,7 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     lr_of_step = lr_schedule.schedule(cfg, len(loader), extras.lr_target)
     if cfg.cuda_graphs:  # the whole step in one CUDA graph (graphed_step.py; the config allowed it)
         optimizer = graph_optimizer(model, lr_of_step(0), cfg.momentum, cfg.weight_decay)
-        stepper = GraphedStepper(step_model, optimizer, cfg, ctx, lr_of_step)
+        stepper = GraphedStepper(step_model, optimizer, cfg, ctx, lr_of_step, side)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
                                     weight_decay=cfg.weight_decay)

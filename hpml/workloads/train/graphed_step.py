@@ -7,9 +7,16 @@ rate in a device tensor (written before each replay, so the schedule still appli
 cache is off inside the capture (a cached cast would be freed after it). The first WARMUP_STEPS steps run eagerly
 on a side stream (they are real steps of the epoch: PyTorch's recipe, so that cuDNN picks its algorithms, the
 optimizer makes its momentum buffers and the allocator settles before capture). The next step is captured, then
-replayed; every later step only replays. What cannot be captured here (DDP, DataParallel, fp16's scaler,
+replayed; every later step only replays. What cannot be captured here (DataParallel, fp16's scaler,
 gradient accumulation, activation checkpointing, a CPU) is refused when the config is validated
 (conf/workload/train.py, cuda_graph_conflicts).
+
+With DDP (parallel=ddp) the step's bucketed all-reduces are captured with it (NCCL collectives can be captured
+since NCCL 2.9.6), following PyTorch's recipe for whole-network capture with DDP (CUDA semantics notes, "Usage with
+DistributedDataParallel"): DDP is built on the side stream the warm-up and the capture run on (`ddp_stream`),
+NCCL's asynchronous error handling is off in that worker (common/distributed.py), and 11 eager DDP steps run before
+the capture, so that DDP has rebuilt its buckets and stopped its first-iteration bookkeeping. Every rank captures
+the same step, so every replay is one collective launch on all of them.
 
 Timing: a replay is one device interval; the phase clock marks it as "forward" and marks backward and optimizer
 right after it (0 s), so phase tables of a graphed run read "forward" as the whole step. `capture_s` is the
@@ -28,7 +35,8 @@ from hpml.workloads.train.epochs import Stepper
 from hpml.workloads.train.model import AUTOCAST_DTYPES
 from hpml.workloads.train.phases import NullClock
 
-WARMUP_STEPS = 3  # eager steps before capture (PyTorch's CUDA graphs notes use 3; DDP would need 11)
+WARMUP_STEPS = 3  # eager steps before capture (PyTorch's CUDA graphs notes use 3)
+DDP_WARMUP_STEPS = 11  # with DDP: PyTorch's notes ask for at least 11 (DDP rebuilds its buckets after the first)
 
 PHASE_NOTE = ("workload.cuda_graphs: each step is one replay of the captured step, timed as the phase 'forward'; "
               "'backward' and 'optimizer' read 0")
@@ -43,13 +51,15 @@ def graph_optimizer(model: torch.nn.Module, lr: float, momentum: float, weight_d
 class GraphedStepper(Stepper):
     """Stepper whose steps after the warm-up are replays of one captured step."""
 
-    def __init__(self, model, optimizer, cfg, ctx: DistContext, lr_of_step: Callable[[int], float]):
+    def __init__(self, model, optimizer, cfg, ctx: DistContext, lr_of_step: Callable[[int], float],
+                 side: torch.cuda.Stream):
         super().__init__(model, optimizer, cfg, ctx, lr_of_step)
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.static_images = self.static_labels = None
         self.capture_s: Optional[float] = None
         self.eager_steps = 0  # this process's (a resumed run starts at a later global step and warms up again)
-        self.side = torch.cuda.Stream(device=self.device)
+        self.warmup_steps = DDP_WARMUP_STEPS if cfg.parallel.value == "ddp" else WARMUP_STEPS
+        self.side = side  # the warm-up and the capture run on it (with DDP: the stream DDP was built on)
 
     def reset_sums(self) -> None:
         if getattr(self, "loss_sum", None) is None:  # first call: the fixed tensors the graph adds into
@@ -74,7 +84,7 @@ class GraphedStepper(Stepper):
         self.global_step += 1
 
     def __call__(self, batches: Iterator, clock: NullClock) -> None:
-        if self.graph is None and self.eager_steps < WARMUP_STEPS:
+        if self.graph is None and self.eager_steps < self.warmup_steps:
             self.eager_on_side_stream(batches, clock)
             self.eager_steps += 1
             return
@@ -111,7 +121,7 @@ class GraphedStepper(Stepper):
         samples = self.samples
         self.graph = torch.cuda.CUDAGraph()
         # thread_local: a loader's pin-memory thread may allocate while this thread captures
-        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+        with torch.cuda.graph(self.graph, stream=self.side, capture_error_mode="thread_local"):
             logits, loss = self.loss_of(self.static_images, self.static_labels)
             self.count(logits, loss, self.static_labels)
             loss.backward()
@@ -119,3 +129,11 @@ class GraphedStepper(Stepper):
         self.samples = samples  # count() ran once on the host while capturing; each replay adds its batch
         torch.cuda.synchronize(self.device)
         self.capture_s = time.perf_counter() - began
+
+
+def ddp_stream(device: torch.device) -> torch.cuda.Stream:
+    """A side stream that has seen all the work queued so far on the device's current stream: DDP is built, warmed
+    up and captured on it (PyTorch's recipe for capturing DDP's backward)."""
+    side = torch.cuda.Stream(device=device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    return side
