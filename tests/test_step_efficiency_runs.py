@@ -64,8 +64,11 @@ def test_cuda_graphs_with_what_it_cannot_hold_names_the_combination(tmp_path, hp
                       "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp")
     assert ddp_graphs.returncode == 0, ddp_graphs.stderr  # DDP's all-reduces are captured with the step
     refused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
-                   "workload.compile=default")
-    one_line_refusal(refused, "compile=default (one capture at a time")
+                   "workload.compile=reduce_overhead")
+    one_line_refusal(refused, "compile=reduce_overhead (one capture at a time")
+    fused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
+                 "workload.compile=default")
+    assert fused.returncode == 0, fused.stderr  # inductor's kernels captured in the whole step
     allowed = hpml("launch", "--dry-run", "experiment=step_efficiency", "cluster.assume_gpus=2",
                    "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp",
                    "workload.compile=reduce_overhead", "workload.precision=bf16", "workload.channels_last=true")

@@ -298,9 +298,9 @@ def cuda_graph_conflicts(cfg: TrainConfig) -> List[str]:
     conflicts = []
     if cfg.parallel == Parallel.dp:
         conflicts.append("parallel=dp (DataParallel's threads are not captured; use parallel=ddp, one process a GPU)")
-    if cfg.compile != CompileMode.none:
-        conflicts.append(f"compile={cfg.compile.value} (one capture at a time: compile=reduce_overhead is torch's "
-                         "own CUDA graphs)")
+    if cfg.compile in (CompileMode.reduce_overhead, CompileMode.max_autotune):
+        conflicts.append(f"compile={cfg.compile.value} (one capture at a time: this mode replays torch's own CUDA "
+                         "graphs; compile=default's fused kernels can be captured in the whole step)")
     if cfg.precision == Precision.fp16:
         conflicts.append("precision=fp16 (its gradient scaler reads inf checks on the host every step; use bf16)")
     if cfg.accumulation_chunks != 1:

@@ -7,9 +7,11 @@ rate in a device tensor (written before each replay, so the schedule still appli
 cache is off inside the capture (a cached cast would be freed after it). The first WARMUP_STEPS steps run eagerly
 on a side stream (they are real steps of the epoch: PyTorch's recipe, so that cuDNN picks its algorithms, the
 optimizer makes its momentum buffers and the allocator settles before capture). The next step is captured, then
-replayed; every later step only replays. What cannot be captured here (DataParallel, fp16's scaler,
-gradient accumulation, activation checkpointing, a CPU) is refused when the config is validated
-(conf/workload/train.py, cuda_graph_conflicts).
+replayed; every later step only replays. With compile=default the model's compiled (inductor's fused) kernels
+are what is captured: the warm-up steps compile it, for the batch shape the capture then holds. What cannot be
+captured here (DataParallel, fp16's scaler, gradient accumulation, activation checkpointing, compile modes that
+replay torch's own graphs, a CPU) is refused when the config is validated (conf/workload/train.py,
+cuda_graph_conflicts).
 
 With DDP (parallel=ddp) the step's bucketed all-reduces are captured with it (NCCL collectives can be captured
 since NCCL 2.9.6), following PyTorch's recipe for whole-network capture with DDP (CUDA semantics notes, "Usage with
