@@ -155,6 +155,32 @@ def test_the_host_bound_knob_names_the_batch_and_the_graph_options():
     assert knob.startswith("per-GPU batch 128 is host-bound") and "workload.cuda_graphs=true" in knob
 
 
+BF16_NHWC = {"precision": "bf16", "channels_last": True}
+
+
+@pytest.mark.parametrize("settings, named, not_named", [
+    (None, ["workload.precision=bf16", "workload.channels_last=true", "workload.compile=max_autotune"], []),
+    ({**BF16_NHWC, "compile": "none", "cuda_graphs": False}, ["workload.compile=max_autotune"],
+     ["precision=", "channels_last="]),
+    # inside the whole-step graph only compile=default can go: max_autotune replays torch's own graphs (refused)
+    ({**BF16_NHWC, "compile": "none", "cuda_graphs": True}, ["workload.compile=default"], ["max_autotune"]),
+    ({**BF16_NHWC, "compile": "default", "cuda_graphs": True}, ["more GPUs"], ["workload."]),
+    ({"precision": "fp32", "channels_last": False, "compile": "max_autotune", "cuda_graphs": False},
+     ["workload.precision=bf16", "workload.channels_last=true"], ["compile="]),
+])
+def test_the_gpu_bound_knob_names_only_what_the_run_does_not_use(settings, named, not_named):
+    knob = step_bound(0.010, 0.0, None, 0.009, 512, settings=settings)["knob"]
+    assert all(n in knob for n in named) and not any(n in knob for n in not_named), knob
+
+
+def test_the_host_bound_knob_of_a_graphed_step_asks_for_a_larger_batch_only():
+    graphed = step_bound(0.003, 0.0, None, 0.002, 128, settings={**BF16_NHWC, "compile": "none", "cuda_graphs": True})
+    assert graphed["verdict"] == "host-bound" and graphed["knob"].endswith(
+        "a larger batch per GPU (at this global batch, fewer GPUs)")
+    compiled = step_bound(0.003, 0.0, None, 0.002, 128, settings={"compile": "reduce_overhead", "cuda_graphs": False})
+    assert compiled["knob"].endswith("a larger batch per GPU or workload.cuda_graphs=true")
+
+
 def test_a_step_time_of_zero_is_refused():
     with pytest.raises(ValueError):
         step_bound(0.0, 0.0, None, None, 1)

@@ -76,14 +76,17 @@ def _share(part: Optional[float], whole: float) -> Optional[float]:
 
 
 def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Optional[float],
-               per_device_batch: int, busy_wall_s: Optional[float] = None) -> Dict[str, Any]:
+               per_device_batch: int, busy_wall_s: Optional[float] = None,
+               settings: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The verdict on what bounds a step, its shares and the knob that would move it.
 
     step_s: median step time (wall, step end to step end); data_s: median loader wait per step; comm_s: exposed
     communication per step (None: not measured or one worker); busy_s: device busy time per step (None: no GPU
     timeline, i.e. a CPU run or the probe off; NCCL's kernels are not in it); busy_wall_s: wall time per step of
     the steps busy_s was measured over, the busy share's denominator (None: not recorded, a result written before
-    it was; step_s then, as then)."""
+    it was; step_s then, as then); settings: the run's techniques (`precision`, `channels_last`, `compile`,
+    `cuda_graphs`), so that the knob names only settings the run does not use already and may be combined with
+    what it does (None: every knob, as before the settings were passed)."""
     if step_s <= 0:
         raise ValueError(f"step time {step_s!r}: must be > 0")
     if busy_wall_s is not None and busy_wall_s <= 0:
@@ -92,8 +95,7 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
               "busy": _share(busy_s, step_s if busy_wall_s is None else busy_wall_s)}
     if shares["busy"] is not None and shares["busy"] >= GPU_BOUND_SHARE:
         verdict = "GPU-bound"
-        knob = ("the GPU is busy: cheaper arithmetic (workload.precision=bf16, workload.channels_last=true, "
-                "workload.compile=max_autotune) or more GPUs")
+        knob = gpu_bound_knob(settings)
     elif shares["data"] >= DATA_BOUND_SHARE:
         verdict = "data-bound"
         knob = ("the step waits for its batch: more workload.loader_workers, or workload.data_placement=device "
@@ -107,14 +109,44 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
         knob = "the CPU does the arithmetic: run on a GPU, or a smaller model or batch"
     else:
         verdict = "host-bound"
-        knob = (f"per-GPU batch {per_device_batch} is host-bound (the GPU idles between kernels): a larger batch "
-                "per GPU, workload.cuda_graphs=true or workload.compile=reduce_overhead")
+        knob = host_bound_knob(per_device_batch, settings)
     return {"verdict": verdict, "knob": knob, "shares": shares,
             "thresholds": {"data": DATA_BOUND_SHARE, "comm": COMM_BOUND_SHARE, "busy": GPU_BOUND_SHARE}}
 
 
-def bound_of_record(record: Mapping[str, Any]) -> Dict[str, Any]:
+def gpu_bound_knob(settings: Optional[Mapping[str, Any]]) -> str:
+    """Cheaper arithmetic the run does not use yet (with the whole-step graph, compile=default: the modes that
+    replay torch's own graphs cannot go inside it), else more GPUs."""
+    given = settings or {}
+    options = []
+    if given.get("precision") not in ("bf16", "fp16"):
+        options.append("workload.precision=bf16")
+    if not given.get("channels_last"):
+        options.append("workload.channels_last=true")
+    if given.get("cuda_graphs"):
+        if given.get("compile", "none") == "none":
+            options.append("workload.compile=default (its fused kernels inside the graph)")
+    elif given.get("compile") != "max_autotune":
+        options.append("workload.compile=max_autotune")
+    if not options:
+        return "the GPU is busy with the cheaper-arithmetic settings on: more GPUs, or a smaller model"
+    return f"the GPU is busy: cheaper arithmetic ({', '.join(options)}) or more GPUs"
+
+
+def host_bound_knob(per_device_batch: int, settings: Optional[Mapping[str, Any]]) -> str:
+    """A larger batch per GPU, and the graph options the run does not use yet."""
+    given = settings or {}
+    head = f"per-GPU batch {per_device_batch} is host-bound (the GPU idles between kernels): "
+    if given.get("cuda_graphs"):  # one replay a step already: the host's per-step work is the batch's own kernels
+        return head + "a larger batch per GPU (at this global batch, fewer GPUs)"
+    options = ["a larger batch per GPU", "workload.cuda_graphs=true"]
+    if given.get("compile") not in ("reduce_overhead", "max_autotune"):
+        options.append("workload.compile=reduce_overhead")
+    return head + ", ".join(options[:-1]) + f" or {options[-1]}"
+
+
+def bound_of_record(record: Mapping[str, Any], settings: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """step_bound recomputed from the inputs a result recorded (measurements.efficiency.bound_inputs); a record
     without busy_wall_s (written before it was recorded) gets its busy share over step_s, the verdict it had."""
     return step_bound(record["step_s"], record["data_s"], record.get("comm_s"), record.get("busy_s"),
-                      record["per_device_batch"], record.get("busy_wall_s"))
+                      record["per_device_batch"], record.get("busy_wall_s"), settings)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from hpml.analysis.compare import study_metrics as study
-from hpml.analysis.train.efficiency import efficiency_of
+from hpml.analysis.train.efficiency import efficiency_of, techniques_of
 from hpml.contract.result_format import timed_values
 
 
@@ -53,7 +53,7 @@ def _step_time_ms(doc: Mapping[str, Any]) -> Optional[float]:
 def _mfu_percent(doc: Mapping[str, Any]) -> Optional[float]:
     """MFU recomputed from the recorded inputs (analysis.train.efficiency); None on a CPU, an unknown GPU or a
     result that predates it."""
-    found = efficiency_of(doc["measurements"])
+    found = efficiency_of(doc["measurements"], techniques_of(doc))
     return 100 * found["mfu"] if found["mfu"] is not None else None
 
 

@@ -22,6 +22,7 @@ from hpml.analysis.train.efficiency import (
     efficiency_table,
     na_lines,
     scaling_cells,
+    techniques_of,
 )
 from hpml.analysis.train.runs import is_train_run, train_run
 from hpml.analysis.train.sections import train_sections
@@ -41,7 +42,7 @@ def limit_sections(results: WorkloadResults) -> List[Section]:
     not evaluated (those are in the time-to-accuracy table), not a techniques study (its own table)."""
     if differs_in_technique(results.ok):
         return []
-    docs = results.rows(lambda doc: [] if has_evaluation(doc) else [{"doc": doc, **efficiency_of(doc["measurements"])}])
+    docs = results.rows(lambda doc: [] if has_evaluation(doc) else [{"doc": doc, **efficiency_of(doc["measurements"], techniques_of(doc))}])
     if not docs:
         return []
     table = efficiency_table([d["doc"] for d in docs], label_of=lambda doc: doc["identity"]["sweep"])

@@ -29,8 +29,9 @@ EFFICIENCY_COLUMNS = ["label", "model", "precision", "channels_last", "compile",
                       "busy_share", "data_share", "comm_share", "first_step_extra_s", "graph_capture_s", "knob"]
 
 
-def efficiency_of(measurements: Mapping[str, Any]) -> Dict[str, Any]:
-    """MFU, achieved TFLOP/s, the verdict and its shares of one result, from its recorded inputs."""
+def efficiency_of(measurements: Mapping[str, Any], settings: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """MFU, achieved TFLOP/s, the verdict and its shares of one result, from its recorded inputs; settings (the
+    result's techniques_of) make the knob name only what the run did not use already."""
     record = measurements.get("efficiency")
     if not isinstance(record, Mapping):
         return {"mfu": None, "mfu_na": NOT_RECORDED, "achieved_tflops": None, "bound": None, "knob": None,
@@ -38,7 +39,7 @@ def efficiency_of(measurements: Mapping[str, Any]) -> Dict[str, Any]:
     inputs, flops, peak = record["bound_inputs"], record["flops"], record["peak"]
     rates = mfu(flops["flops_per_sample"], record["samples_per_step"], inputs["step_s"], record["devices"],
                 peak["peak_tflops_per_device"], flops.get("error") or peak.get("na"))
-    bound = bound_of_record(inputs)
+    bound = bound_of_record(inputs, settings)
     return {"mfu": rates["mfu"], "mfu_na": rates["na"], "achieved_tflops": rates["achieved_tflops"],
             "bound": bound["verdict"], "knob": bound["knob"], "shares": bound["shares"]}
 
@@ -56,7 +57,7 @@ def setup_of(doc: Mapping[str, Any]) -> Dict[str, Optional[float]]:
 
 
 def techniques_of(doc: Mapping[str, Any]) -> Dict[str, Any]:
-    w, m = doc["config"]["workload"], doc["measurements"]
+    w, m = (doc.get("config") or {}).get("workload") or {}, doc.get("measurements") or {}  # a hand-made doc: none
     precision = w.get("precision", "fp32")
     compile_mode = w.get("compile", "none")
     return {"precision": "tf32" if precision == "fp32" and m.get("tf32") else precision,
@@ -86,7 +87,7 @@ def efficiency_table(docs: List[Mapping[str, Any]], label_of) -> pd.DataFrame:
         groups.setdefault(key, []).append(doc)
     rows = []
     for (label, model, devices, batch, *_), members in sorted(groups.items(), key=lambda item: str(item[0])):
-        found = [efficiency_of(d["measurements"]) for d in members]
+        found = [efficiency_of(d["measurements"], techniques_of(d)) for d in members]
         setups = [setup_of(d) for d in members]
         verdicts = Counter(f["bound"] for f in found if f["bound"])
         verdict = verdicts.most_common(1)[0][0] if verdicts else None

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from hpml.analysis.configuration import configuration_items, items_key
-from hpml.analysis.train.efficiency import efficiency_of
+from hpml.analysis.train.efficiency import efficiency_of, techniques_of
 from hpml.analysis.train.runs import data_path_of
 from hpml.analysis.tta.energy import run_fields
 
@@ -98,7 +98,7 @@ def tta_run(doc: Mapping[str, Any]) -> Dict[str, Any]:
         "epochs_to_target": arrays["epoch"][hit] if hit is not None else None,
         "steps_to_target": arrays["step"][hit] if hit is not None else None,
         "elapsed_s": list(arrays["elapsed_s"]), "top1": list(arrays["top1"]),
-        "step": efficiency_of(doc["measurements"]),  # MFU and what bounds the step (analysis/train/efficiency.py)
+        "step": efficiency_of(doc["measurements"], techniques_of(doc)),  # MFU and what bounds the step (analysis/train/efficiency.py)
         **to_target(doc, arrays, hit),
     }
 

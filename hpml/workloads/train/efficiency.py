@@ -110,7 +110,7 @@ def median_timed(per_epoch: List[List[float]], timed: List[int]) -> float:
 def efficiency_record(*, flops: Dict[str, Any], peak: Dict[str, Any], step_time_s: List[List[float]],
                       data_time_s: List[List[float]], timed: List[int], samples_per_step: int, devices: int,
                       per_device_batch: int, comm_s: Optional[float],
-                      busy: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+                      busy: Optional[Dict[str, Any]], settings: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """measurements.efficiency: what MFU and the verdict are computed from, and both."""
     step_s = median_timed(step_time_s, timed)
     data_s = median_timed(data_time_s, timed)
@@ -121,5 +121,5 @@ def efficiency_record(*, flops: Dict[str, Any], peak: Dict[str, Any], step_time_
     rates = mfu(flops["flops_per_sample"], samples_per_step, step_s, devices, peak["peak_tflops_per_device"],
                 flops["error"] or peak["na"])
     return {"flops": flops, "peak": peak, "samples_per_step": samples_per_step, "devices": devices,
-            "bound_inputs": inputs, "busy_probe": busy, **rates, "bound": step_bound(**inputs),
+            "bound_inputs": inputs, "busy_probe": busy, **rates, "bound": step_bound(**inputs, settings=settings),
             "method": FLOPS_METHOD}

@@ -194,7 +194,9 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
     measurements["efficiency"] = efficiency.efficiency_record(
         flops=extras.flops, peak=extras.peak, step_time_s=log.step_time_s, data_time_s=log.phase_time_s["data"],
         timed=timed, samples_per_step=batch * world_size * cfg.batch_augmentation, devices=devices,
-        per_device_batch=batch * world_size // devices, comm_s=comm_s, busy=extras.busy_probe)
+        per_device_batch=batch * world_size // devices, comm_s=comm_s, busy=extras.busy_probe,
+        settings={"precision": cfg.precision.value, "channels_last": cfg.channels_last, "compile": cfg.compile.value,
+                  "cuda_graphs": cfg.cuda_graphs})
     measurements["compile"] = cfg.compile.value
     measurements["cuda_graphs"] = cfg.cuda_graphs
     measurements["phase_note"] = graphed_step.PHASE_NOTE if cfg.cuda_graphs else None
