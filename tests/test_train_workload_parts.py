@@ -271,3 +271,32 @@ def test_overhead_check_alternates_blocks_and_computes_the_ratio(gloo_world_of_o
     assert check["plain_median_samples_per_s"] == pytest.approx(160.0)  # 10 x 32 / 2
     assert check["instrumented_median_samples_per_s"] == pytest.approx(128.0)
     assert check["overhead"] == pytest.approx(0.2)
+
+
+def casts_in(run) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run()
+    return sum(e.count for e in prof.key_averages() if e.key == "aten::_to_copy")
+
+
+def test_the_evaluation_casts_each_weight_once_a_pass_not_once_a_batch(gloo_world_of_one):
+    """bf16 autocast caches a weight's cast within one context: the held-out pass is one context, so a batch more
+    costs its own casts (input, logits, sums), never the model's 20 weight and bias casts again."""
+    from types import SimpleNamespace
+
+    from hpml.conf.workload.train_choices import Precision
+    from hpml.workloads.common.distributed import DistContext
+    from hpml.workloads.train.evaluation import evaluate
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(9)], torch.nn.Linear(16, 4))
+    cfg = SimpleNamespace(precision=Precision.bf16, channels_last=False)
+    ctx = DistContext(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"), backend="gloo")
+    batches = [(torch.randn(8, 16), torch.randint(0, 4, (8,))) for _ in range(6)]
+    two, six = (casts_in(lambda n=n: evaluate(model, batches[:n], cfg, ctx)) for n in (2, 6))
+    per_batch = (six - two) / 4
+    assert 0 < per_batch < 20, (two, six)  # 20: every weight and bias again
+    top1, loss = evaluate(model, batches, cfg, ctx)
+    assert 0 <= top1 <= 1 and loss > 0

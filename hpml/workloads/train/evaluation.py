@@ -63,14 +63,16 @@ def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: 
     model.eval()
     totals = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # correct, loss sum
     count = 0  # counted on the host: a per-batch tensor from the host would be a synchronizing copy
-    for images, labels in loader:
-        images = images.to(ctx.device, non_blocking=True, memory_format=memory_format(cfg))
-        labels = labels.to(ctx.device, non_blocking=True)
-        with autocast(cfg, ctx.device):
+    # one autocast context for the whole pass: each weight is cast to the autocast dtype once (autocast caches the
+    # casts of leaf weights within a context), not once a batch, which cost a launch per weight per batch
+    with autocast(cfg, ctx.device):
+        for images, labels in loader:
+            images = images.to(ctx.device, non_blocking=True, memory_format=memory_format(cfg))
+            labels = labels.to(ctx.device, non_blocking=True)
             logits = model(images)
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
-        totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double()])
-        count += labels.numel()
+            loss = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
+            totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double()])
+            count += labels.numel()
     totals = torch.cat([totals, torch.tensor([float(count)], dtype=torch.float64).to(ctx.device)])
     dist.all_reduce(totals)
     model.train(was_training)
