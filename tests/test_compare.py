@@ -133,7 +133,9 @@ def test_what_matches_nothing_is_listed_and_nothing_in_common_is_one_line(sweeps
     done = hpml_here(["compare", str(sweeps["a"]), str(both), "--out", str(tmp_path / "out")], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "only in " in (tmp_path / "out" / "compare.md").read_text() and "resnet18" in done.stdout
-    apart = run_hpml(["compare", str(sweeps["a"]), str(sweeps["b"])], cwd=tmp_path)
+    # --out: B is shared (read only), and compare's default folder is beside the candidate
+    apart = run_hpml(["compare", str(sweeps["a"]), str(sweeps["b"]), "--out", str(tmp_path / "apart")], cwd=tmp_path)
+    assert not (tmp_path / "apart").exists()
     lines = apart.stderr.strip().splitlines()
     assert apart.returncode == 2 and len(lines) == 1 and "no configuration in common" in lines[0], apart.stderr
     assert "workload.model (hpml_cnn vs resnet18)" in lines[0]
