@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from tests.conftest import hpml_here
+
 C_COMPILER = shutil.which("g++") or shutil.which("c++")
 
 
@@ -47,31 +49,36 @@ def test_compile_default_runs_on_a_cpu_and_its_cost_shows_apart_from_the_steady_
 
 
 def test_cuda_graphs_on_a_cpu_is_one_line_and_nothing_is_written(tmp_path, hpml):
+    """The real command once (its process's exit status and whole stderr); the other refusals and dry runs of
+    these two tests through cli.main in this process (conftest's hpml_here: a Python start less each, issue 41)."""
     refused = hpml("launch", "experiment=step_efficiency_cpu", "workload.cuda_graphs=true")
     one_line_refusal(refused, "workload.cuda_graphs=True is not allowed", "without GPUs")
     assert not (tmp_path / "sweeps").exists()
-    refused = hpml("launch", "experiment=step_efficiency_cpu", "workload.compile=reduce_overhead")
+    refused = hpml_here(["launch", "experiment=step_efficiency_cpu", "workload.compile=reduce_overhead"], tmp_path)
     one_line_refusal(refused, "workload.compile='reduce_overhead' is not allowed", "CUDA graphs")
+    assert not (tmp_path / "sweeps").exists()
 
 
-def test_cuda_graphs_with_what_it_cannot_hold_names_the_combination(tmp_path, hpml):
-    refused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=2",
-                   "resources.gpus_per_node=2", "workload.parallel=dp", "workload.dp_devices=2",
-                   "workload.precision=fp16")
+def test_cuda_graphs_with_what_it_cannot_hold_names_the_combination(tmp_path):
+    refused = hpml_here(["launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=2",
+                         "resources.gpus_per_node=2", "workload.parallel=dp", "workload.dp_devices=2",
+                         "workload.precision=fp16"], tmp_path)
     line = one_line_refusal(refused, "workload.cuda_graphs=True is not allowed")
     assert "parallel=dp (DataParallel" in line and "precision=fp16" in line
-    ddp_graphs = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=2",
-                      "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp")
+    ddp_graphs = hpml_here(["launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=2",
+                            "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp"],
+                           tmp_path)
     assert ddp_graphs.returncode == 0, ddp_graphs.stderr  # DDP's all-reduces are captured with the step
-    refused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
-                   "workload.compile=reduce_overhead")
+    refused = hpml_here(["launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
+                         "workload.compile=reduce_overhead"], tmp_path)
     one_line_refusal(refused, "compile=reduce_overhead (one capture at a time")
-    fused = hpml("launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
-                 "workload.compile=default")
+    fused = hpml_here(["launch", "--dry-run", "experiment=step_efficiency_graphs", "cluster.assume_gpus=1",
+                       "workload.compile=default"], tmp_path)
     assert fused.returncode == 0, fused.stderr  # inductor's kernels captured in the whole step
-    allowed = hpml("launch", "--dry-run", "experiment=step_efficiency", "cluster.assume_gpus=2",
-                   "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp",
-                   "workload.compile=reduce_overhead", "workload.precision=bf16", "workload.channels_last=true")
+    allowed = hpml_here(["launch", "--dry-run", "experiment=step_efficiency", "cluster.assume_gpus=2",
+                         "resources.gpus_per_node=2", "resources.workers_per_node=2", "workload.parallel=ddp",
+                         "workload.compile=reduce_overhead", "workload.precision=bf16", "workload.channels_last=true"],
+                        tmp_path)
     assert allowed.returncode == 0, allowed.stderr  # DDP with torch's own graphs (compile) is torch's to support
 
 
@@ -100,7 +107,7 @@ def test_a_slow_loader_is_data_bound(tmp_path, hpml):
     bound = result["measurements"]["efficiency"]["bound"]
     assert bound["verdict"] == "data-bound", bound
     assert "loader_workers" in bound["knob"] and result["derived"]["bound"] == "data-bound"
-    report = hpml("report", "sweeps/latest", "--out", "report")
+    report = hpml_here(["report", "sweeps/latest", "--out", "report"], tmp_path)  # in this process: its text is the claim
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     section = text[text.index("### How far from the GPU's limit"):]

@@ -23,6 +23,7 @@ from hpml.conf.workload.synthetic import NcclAlgo, SyntheticConfig
 from hpml.workloads.synthetic.nccl_algo import nccl_algo_value, set_nccl_algo
 from hpml.workloads.synthetic.protocol import horovod_numbers
 from hpml.workloads.synthetic.steps import ddp_bucket_cap_mb
+from tests.conftest import hpml_here
 
 TINY = ["experiment=synthetic_horovod"]
 # Less work per launch for the real runs below, which assert counts, rates and report sections but nothing about
@@ -87,8 +88,10 @@ def test_bad_values_name_the_field(compose_values, overrides, message):
         config_from_dict(compose_values(["workload=synthetic"] + overrides))
 
 
-def test_a_bad_combination_fails_before_anything_runs(hpml, tmp_path):
-    done = hpml("launch", "experiment=synthetic_allreduce", "collective=nccl_tree")
+def test_a_bad_combination_fails_before_anything_runs(tmp_path):
+    # through cli.main in this process (a Python start less, issue 41); test_launch_checks.py runs the command itself
+    # for each class of bad value
+    done = hpml_here(["launch", "experiment=synthetic_allreduce", "collective=nccl_tree"], tmp_path)
     assert done.returncode == 2
     assert "hpml: error: workload.backend='nccl' is not allowed" in done.stderr
     assert not (tmp_path / "sweeps").exists()
@@ -201,7 +204,7 @@ def test_hpml_launch_strong_and_weak_scaling_end_to_end(hpml, tmp_path):
     batches = sorted((d["config"]["workload"]["scaling"], d["environment"]["world_size"],
                       d["measurements"]["per_worker_batch"]) for d in loaded.rows)
     assert batches == [("strong", 1, 8), ("strong", 2, 4), ("weak", 1, 8), ("weak", 2, 8)]
-    report = hpml("report", str(sweep))
+    report = hpml_here(["report", str(sweep)], tmp_path)  # in this process: its text is the claim (issue 41)
     assert report.returncode == 0, report.stderr
     assert "resnet18, strong scaling (global batch fixed)" in report.stdout
     assert "resnet18, weak scaling (per-worker batch fixed)" in report.stdout
@@ -216,7 +219,7 @@ def test_hpml_launch_compares_ddp_and_horovod_style(hpml, tmp_path):
                 "workload.ddp_broadcast_buffers=false", *LIGHTER, "workload.num_batches_per_iter=1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[synthetic_allreduce] 2/2 done" in done.stdout
-    report = hpml("report", str(tmp_path / "sweeps" / "latest"))
+    report = hpml_here(["report", str(tmp_path / "sweeps" / "latest")], tmp_path)
     assert report.returncode == 0, report.stderr
     assert "All-reduce implementations compared: N = 2 (1 × 2)" in report.stdout
     rows = [line for line in report.stdout.splitlines() if line.startswith("| gloo | auto |")]
