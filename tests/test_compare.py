@@ -92,6 +92,7 @@ def test_the_price_is_no_part_of_the_work():
 # stderr of one line (a path, a number, sides with nothing in common), and the gate's exit 1.
 
 SMALL_POINT = ["experiment=tiny/train", "workload.model=hpml_cnn", "workload.epochs=3"]
+SMALL = [*SMALL_POINT, "sweep.repeat=0,1,2"]  # three repeats a side (test_compare_gate.py's sweeps too)
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def sweeps(tmp_path_factory, shared_sweep) -> dict:
     is only read here). Issue 41: three points fewer to run than 3 + 3 + 3, and in the suite four."""
     root = tmp_path_factory.mktemp("compare")
     made = {}
-    for name, args in (("a", [*SMALL_POINT, "sweep.repeat=0,1,2"]), ("a2", [*SMALL_POINT, "sweep.repeat=0,1"])):
+    for name, args in (("a", SMALL), ("a2", [*SMALL_POINT, "sweep.repeat=0,1"])):
         done = run_hpml(["launch", "-m", *args, f"sweep.name=cmp_{name}"], cwd=root, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
         (made[name],) = [d for d in (root / "sweeps").iterdir() if d.name.endswith(f"cmp_{name}")]
