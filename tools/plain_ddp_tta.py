@@ -30,6 +30,10 @@ its rate in a device tensor) is captured in one CUDA graph after 11 eager DDP st
 recipe for DDP ("Usage with DistributedDataParallel", CUDA semantics): NCCL's async error handling off, DDP built
 on the side stream the warm-up and the capture run on. The batch (indexing, augmentation) is made eagerly and
 copied into the graph's fixed input, as hpml's `workload.cuda_graphs=true` does.
+
+With --batch-prep epoch every batch of the epoch is made at the epoch's start (one permutation slice, augmented in
+chunks) and each step takes a slice of it, as hpml's `workload.batch_prep=epoch` does: the per-step launches that
+make a batch are gone, what a graphed step at 128 samples a GPU waits on.
 """
 
 from __future__ import annotations
@@ -92,6 +96,19 @@ def augment(x: torch.Tensor, padding: int, flip: bool, pad_value: torch.Tensor, 
         mirrored = torch.rand(n, device=x.device, generator=generator) < 0.5
         x = torch.where(mirrored[:, None, None, None], x.flip(3), x)
     return x.contiguous(memory_format=torch.channels_last)
+
+
+def made(x: torch.Tensor, index: torch.Tensor, args, pad_value: torch.Tensor, generator) -> torch.Tensor:
+    """The samples at `index`, augmented as the arguments say."""
+    return augment(x[index], args.crop_padding, args.flip, pad_value, generator) \
+        if args.crop_padding or args.flip else x[index]
+
+
+def epoch_batches(x, y, used: torch.Tensor, args, pad_value, generator):
+    """--batch-prep epoch: every batch of the epoch at once (in chunks of 8,192 samples, to bound the crop's index
+    tensors), in the order the steps take them."""
+    images = torch.cat([made(x, chunk, args, pad_value, generator) for chunk in used.split(8192)])
+    return images.contiguous(memory_format=torch.channels_last), y[used]
 
 
 def resnet18_cifar(in_channels: int = 3) -> torch.nn.Module:
@@ -196,13 +213,17 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
         model.train()
         generator.manual_seed(seed * 1000 + epoch)  # the same permutation on every rank
         shard = torch.randperm(len(y), device=device, generator=generator)[rank::world][:shard_len]
+        if args.batch_prep == "epoch":  # the epoch's batches made now, in a few large kernels; a step takes a slice
+            ex, ey = epoch_batches(x, y, shard[:steps * per_rank], args, pad_value, draws)
         for i in range(steps):
             index = shard[i * per_rank:(i + 1) * per_rank]
             lr = rate(step, steps, args.lr, args.warmup_epochs, args.decay_epochs)
+            if args.batch_prep == "epoch":
+                batch, labels = ex[i * per_rank:(i + 1) * per_rank], ey[i * per_rank:(i + 1) * per_rank]
+            else:
+                batch, labels = made(x, index, args, pad_value, draws), y[index]
             if args.cuda_graphs:
-                batch = augment(x[index], args.crop_padding, args.flip, pad_value, draws) \
-                    if args.crop_padding or args.flip else x[index]
-                graphed(batch, y[index], lr)
+                graphed(batch, labels, lr)
                 step += 1
                 continue
             for group in optimizer.param_groups:
@@ -210,9 +231,7 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
             if graph_trees:  # a new step: the replays of the last one may be overwritten
                 torch.compiler.cudagraph_mark_step_begin()
             with torch.autocast(device.type, dtype=torch.bfloat16):
-                batch = augment(x[index], args.crop_padding, args.flip, pad_value, draws) \
-                    if args.crop_padding or args.flip else x[index]
-                loss = F.cross_entropy(model(batch), y[index])
+                loss = F.cross_entropy(model(batch), labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -260,6 +279,9 @@ def main() -> None:
                         help="torch.compile the DDP model in this mode (the first repeat pays the compilation)")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="the whole step in one CUDA graph, DDP's all-reduces included (a GPU; --compile none or default)")
+    parser.add_argument("--batch-prep", choices=("step", "epoch"), default="step",
+                        help="step: each batch sliced and augmented at its step; epoch: the epoch's batches made at "
+                             "its start, a step taking a slice (hpml's workload.batch_prep)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.cuda_graphs and (args.compile not in ("none", "default") or not torch.cuda.is_available()):
@@ -294,7 +316,7 @@ def main() -> None:
     if rank == 0 and args.out:
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
         args.out.write_text(json.dumps({"gpu": name, "gpus": world, "compile": args.compile,
-                                        "cuda_graphs": args.cuda_graphs,
+                                        "cuda_graphs": args.cuda_graphs, "batch_prep": args.batch_prep,
                                         "torch": torch.__version__, "runs": runs}, indent=1))
     dist.destroy_process_group()
 

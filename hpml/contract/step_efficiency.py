@@ -85,7 +85,7 @@ def step_bound(step_s: float, data_s: float, comm_s: Optional[float], busy_s: Op
     timeline, i.e. a CPU run or the probe off; NCCL's kernels are not in it); busy_wall_s: wall time per step of
     the steps busy_s was measured over, the busy share's denominator (None: not recorded, a result written before
     it was; step_s then, as then); settings: the run's techniques (`precision`, `channels_last`, `compile`,
-    `cuda_graphs`), so that the knob names only settings the run does not use already and may be combined with
+    `cuda_graphs`; `batch_prep` where the device path ran), so that the knob names only settings the run does not use already and may be combined with
     what it does (None: every knob, as before the settings were passed)."""
     if step_s <= 0:
         raise ValueError(f"step time {step_s!r}: must be > 0")
@@ -138,7 +138,10 @@ def host_bound_knob(per_device_batch: int, settings: Optional[Mapping[str, Any]]
     given = settings or {}
     head = f"per-GPU batch {per_device_batch} is host-bound (the GPU idles between kernels): "
     if given.get("cuda_graphs"):  # one replay a step already: the host's per-step work is the batch's own kernels
-        return head + "a larger batch per GPU (at this global batch, fewer GPUs)"
+        fewer = "a larger batch per GPU (at this global batch, fewer GPUs)"
+        if given.get("batch_prep") == "step":  # the device path making each batch with its own ~20 launches
+            return head + "workload.batch_prep=epoch (the epoch's batches made at its start) or " + fewer
+        return head + fewer
     options = ["a larger batch per GPU", "workload.cuda_graphs=true"]
     if given.get("compile") not in ("reduce_overhead", "max_autotune"):
         options.append("workload.compile=reduce_overhead")

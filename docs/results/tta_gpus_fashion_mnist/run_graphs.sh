@@ -7,16 +7,17 @@
 # --cuda-graphs, 2 repeats: the first pays cuDNN's autotuning and the capture). Everything is packed into one
 # archive after each run, so that a cut leaves what finished. From the repository root, $OUT set, .fmnist/ and
 # .whl/ carried:
-#   [WEAK=1] [NS="1 4 2"] [EAGER=4] [SEEDS=0] [PLAIN=1] [NOTELEM=] [COMPILE=none] [PARALLEL=ddp] \
+#   [WEAK=1] [NS="1 4 2"] [EAGER=4] [SEEDS=0] [PLAIN=1] [NOTELEM=] [COMPILE=none] [PARALLEL=ddp] [PREP=step] \
 #     bash docs/results/tta_gpus_fashion_mnist/run_graphs.sh <label> [cap in s]
 # NS: the GPU counts, in order; EAGER: GPU counts whose eager run (launched and plain) follows, if time is left;
 # SEEDS: the launched runs' seeds (a comma list: one sweep of a point a seed); PLAIN=0: no plain loop; NOTELEM: GPU
 # counts whose launched graphs run (seed 0) is made once more with telemetry.enabled=false, last (what the NVML
 # sampler costs the step); COMPILE=default: the graphs runs capture torch.compile's fused kernels (launched and
-# plain); PARALLEL=none: the launched runs without DDP (1 GPU only).
+# plain); PARALLEL=none: the launched runs without DDP (1 GPU only); PREP=epoch: every run makes the epoch's
+# batches at its start (workload.batch_prep=epoch; the plain loop's --batch-prep epoch).
 set -uo pipefail
 label=$1 cap=${2:-540} ns=${NS:-1 4 2} eager=${EAGER:-} weak=${WEAK:-0} seeds=${SEEDS:-0} with_plain=${PLAIN:-1}
-notelem=${NOTELEM:-} compile=${COMPILE:-none} parallel=${PARALLEL:-ddp}
+notelem=${NOTELEM:-} compile=${COMPILE:-none} parallel=${PARALLEL:-ddp} prep=${PREP:-step}
 STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"  # the set-up functions alone
 wheels_if_missing  # hydra, omegaconf and submitit from .whl/ where python3 lacks them
 on_pythonpath "$PWD"
@@ -43,12 +44,13 @@ launch() {  # launch <gpus> <graphs: true|false> [telemetry: true|false]
   local kind telemetry=${3:-true}
   local mode; mode=$([ "$2" = true ] && echo "$compile" || echo none)
   kind=$([ "$2" = true ] && echo graphs || echo eager)$([ "$mode" = none ] || echo "_$mode")
-  kind=$kind$([ "$parallel" = ddp ] || echo "_$parallel")$([ "$telemetry" = true ] || echo _notelemetry)
+  kind=$kind$([ "$parallel" = ddp ] || echo "_$parallel")$([ "$prep" = step ] || echo "_prep$prep")
+  kind=$kind$([ "$telemetry" = true ] || echo _notelemetry)
   # shellcheck disable=SC2046
   CUDA_VISIBLE_DEVICES=$(visible "$1") timeout "$(left)" python3 -m hpml.launcher.cli launch \
     experiment=tta_fashion_mnist workload.data_root="$data" resources.gpus_per_node="$1" \
     resources.workers_per_node="$1" workload.parallel="$parallel" $(batch) workload.cuda_graphs="$2" \
-    workload.compile="$mode" \
+    workload.compile="$mode" workload.batch_prep="$prep" \
     workload.save_model=false telemetry.enabled="$telemetry" \
     sweep.seed="$([ "$telemetry" = true ] && echo "$seeds" || echo 0)" \
     sweep.name="tta_gpus_graphs_${label}_${1}gpu_$kind" sweep.root="$work/sweeps" \
@@ -59,10 +61,11 @@ plain() {  # plain <gpus> <graphs: true|false>
   local kind flag global=512 lr=0.2
   kind=$([ "$2" = true ] && echo graphs || echo eager); flag=$([ "$2" = true ] && echo --cuda-graphs)
   if [ "$2" = true ] && [ "$compile" != none ]; then kind=${kind}_$compile; flag="$flag --compile $compile"; fi
+  [ "$prep" = step ] || kind=${kind}_prep$prep
   if [ "$weak" = 1 ]; then global=$(( 512 * $1 )); lr=$(python3 -c "print(0.2 * $1)"); fi
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$(visible "$1") timeout "$(left)" torchrun --standalone --nproc_per_node "$1" \
-    tools/plain_ddp_tta.py "${recipe[@]}" --batch "$global" --lr "$lr" --repeats 2 $flag \
+    tools/plain_ddp_tta.py "${recipe[@]}" --batch "$global" --lr "$lr" --repeats 2 $flag --batch-prep "$prep" \
     --out "$work/out/plain-$1-$kind.json" >"$work/out/plain_$1_$kind.log" 2>&1
 }
 pack() {

@@ -39,6 +39,8 @@ def efficiency_of(measurements: Mapping[str, Any], settings: Optional[Mapping[st
     inputs, flops, peak = record["bound_inputs"], record["flops"], record["peak"]
     rates = mfu(flops["flops_per_sample"], record["samples_per_step"], inputs["step_s"], record["devices"],
                 peak["peak_tflops_per_device"], flops.get("error") or peak.get("na"))
+    if settings is not None:  # the device path's batch_prep, recorded in measurements (not a technique column)
+        settings = {**settings, "batch_prep": measurements.get("batch_prep")}
     bound = bound_of_record(inputs, settings)
     return {"mfu": rates["mfu"], "mfu_na": rates["na"], "achieved_tflops": rates["achieved_tflops"],
             "bound": bound["verdict"], "knob": bound["knob"], "shares": bound["shares"]}

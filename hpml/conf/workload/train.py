@@ -18,6 +18,7 @@ from hpml.conf.resources import ResourcesConfig
 from hpml.conf.torchvision_models import model_problem
 from hpml.conf.validation import MISSING, require, require_buffer, require_input_batch, require_price, require_repeats
 from hpml.conf.workload.train_choices import (
+    BatchPrep,
     CompileMode,
     DataPlacement,
     LrDecay,
@@ -116,6 +117,9 @@ class TrainConfig(WorkloadConfig):
     # --- the data path (docs/studies/data-on-the-device.md) ---
     data_placement: DataPlacement = MISSING
     device_data_share: float = MISSING  # data_placement=device: the largest share of the device's free memory
+    # data_placement=device: each step's batch made at the step, or the whole epoch's at its start (BatchPrep).
+    # A default, not MISSING: a point config written before this key (`hpml resume`) made its batches per step.
+    batch_prep: BatchPrep = BatchPrep.step
     save_model: bool = MISSING  # rank 0 keeps points/<n>/model.pt (weights + how to rebuild) for `hpml evaluate`
     # Set together by the `hardware` config group (conf/hardware/<link>.yaml), never by hand:
     link: str = MISSING  # the hardware table's entry; "none" when no peak is known
@@ -199,6 +203,9 @@ class TrainConfig(WorkloadConfig):
                 "workload.data_placement", "host unless workload.dataset is cifar10, image_folder or auto "
                 f"(dataset={self.dataset.value}; dataset=synthetic_device is the synthetic data made on the device)",
                 self.data_placement.value)
+        require(self.batch_prep == BatchPrep.step or self.data_placement == DataPlacement.device,
+                "workload.batch_prep", "step unless workload.data_placement=device (the host path's batches come "
+                "from its DataLoader)", self.batch_prep.value)
         require(0 < self.device_data_share <= 1, "workload.device_data_share",
                 "a fraction in (0, 1] of the device's free memory", self.device_data_share)
         require(self.max_batch_probe == 0 or self.max_batch_probe >= self.batch_size, "workload.max_batch_probe",

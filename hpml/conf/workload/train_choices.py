@@ -47,6 +47,15 @@ class DataPlacement(str, Enum):
     device = "device"
 
 
+class BatchPrep(str, Enum):
+    """data_placement=device: when a step's batch is sliced and augmented (workloads/train/device_data.py)."""
+
+    step = "step"  # each step's batch made when the step asks for it: about 20 small kernels and their launches
+    # the whole epoch's batches made at the epoch's start, in a few large kernels; each step is then a slice of them
+    # (no launch): what a graphed step at a small per-GPU batch otherwise waits on (airbench's loader does this)
+    epoch = "epoch"
+
+
 class WarmupFrom(str, Enum):
     lr = "lr"  # Goyal et al.: from the base rate lr to the scaled rate
     zero = "zero"  # from 0 to the rate (one-cycle / triangular schedules)

@@ -17,6 +17,14 @@ an index slice of the epoch's permutation, augmented there as batched tensor ope
   path's evaluation transform). Images smaller than the side the model was designed for (28 for a CIFAR ResNet's
   32) are zero-padded to it once, here, as the host path's Pad transform does per image. Augmenting such a folder on the device is
   a padded crop and a flip of that decoded image (not RandomResizedCrop, which needs the original image).
+- When a batch is made (workload.batch_prep): `step` slices and augments each step's batch when the step asks for
+  it (about 20 small kernels, each a launch on the host); `epoch` makes the whole epoch's batches at its start, in
+  chunks of whole batches (EPOCH_CHUNK samples), into one buffer kept from epoch to epoch, and each step is a slice
+  of it: no launch at all. The samples and their order are the same; the draws are the same kinds from the same
+  generator, taken in another order, so a run's augmentations differ between the two. Why: a step captured in a
+  CUDA graph costs one launch, and at a small per-GPU batch the ~20 launches that make its batch are what the GPU
+  waits on (docs/results/tta_gpus_fashion_mnist/). The buffer (this rank's samples x copies, in the model's input
+  dtype) counts in the memory check below.
 - The splits must fit workload.device_data_share of the device's free memory (CUDA: cudaMemGetInfo; CPU:
   the host's MemAvailable), else the point fails at start, before any step, with one line naming the sizes.
 """
@@ -33,6 +41,7 @@ from torch.utils.data import DistributedSampler
 
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import TrainConfig
+from hpml.conf.workload.train_choices import BatchPrep
 from hpml.conf.workload.train_data import idx_dataset
 from hpml.workloads.common.cifar10 import local_cifar10
 from hpml.workloads.common.distributed import DistContext
@@ -103,12 +112,12 @@ def free_memory_bytes(device: torch.device) -> int:
     raise RuntimeError("no MemAvailable in /proc/meminfo")
 
 
-def fit_problem(needed: int, free: int, share: float, device: torch.device) -> str | None:
+def fit_problem(needed: int, free: int, share: float, device: torch.device, what: str = "the splits") -> str | None:
     """One line when the splits need more than `share` of the device's free memory, else None."""
     allowed = share * free
     if needed <= allowed:
         return None
-    return (f"workload.data_placement=device: the splits take {needed / 1e6:.1f} MB on {device}, more than "
+    return (f"workload.data_placement=device: {what} take {needed / 1e6:.1f} MB on {device}, more than "
             f"workload.device_data_share={share:g} of its {free / 1e6:.1f} MB free ({allowed / 1e6:.1f} MB); raise "
             "workload.device_data_share or use workload.data_placement=host")
 
@@ -118,16 +127,33 @@ def augment_spec(cfg: TrainConfig) -> AugmentSpec:
                        cutout_holes=cfg.cutout_holes, cutout_size=cfg.cutout_size)
 
 
+EPOCH_CHUNK = 8192  # batch_prep=epoch: samples augmented at once (bounds the crop's index tensors, 32 B a value)
+
+
+def samples_per_rank(samples: int, world: int, batch: int) -> int:
+    """The samples a rank trains on in an epoch: its DistributedSampler share (drop_last), whole batches only."""
+    return samples // world // batch * batch
+
+
+def epoch_buffer_nbytes(split: HostSplit, batch: int, world: int, copies: int, dtype: torch.dtype) -> int:
+    """batch_prep=epoch: the bytes of one epoch's made batches on a rank (images in the input dtype, int64 labels)."""
+    rows = samples_per_rank(len(split.labels), world, batch) * copies
+    return rows * (split.images[0].numel() * dtype.itemsize + torch.int64.itemsize)
+
+
 class DeviceEpochs:
     """This rank's training batches of one epoch, sliced and augmented on the device.
 
     `sampler` is a real DistributedSampler over the split's indices, so workloads.train.data.set_epoch reshuffles
-    it as it does the host loader's. Iterating yields (images, labels) ready for the model."""
+    it as it does the host loader's. Iterating yields (images, labels) ready for the model; with `ahead` (batch_prep=
+    epoch) they are slices of the epoch's batches, all made when the iteration starts."""
 
-    def __init__(self, split: HostSplit, batch: int, cfg: TrainConfig, ctx: DistContext, seed: int, copies: int = 1):
+    def __init__(self, split: HostSplit, batch: int, cfg: TrainConfig, ctx: DistContext, seed: int, copies: int = 1,
+                 ahead: bool = False):
         self.images, self.labels = split.images.to(ctx.device), split.labels.to(ctx.device)
         self.classes = split.classes
-        self.batch, self.copies = batch, copies
+        self.batch, self.copies, self.ahead = batch, copies, ahead
+        self.made_images = self.made_labels = None  # ahead: the epoch's batches, the buffer reused every epoch
         self.sampler = DistributedSampler(range(len(split.labels)), num_replicas=ctx.world_size, rank=ctx.rank,
                                           shuffle=True, seed=seed, drop_last=True)
         self.spec, self.dtype, self.memory_format = augment_spec(cfg), input_dtype(cfg), memory_format(cfg)
@@ -144,10 +170,35 @@ class DeviceEpochs:
 
     def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         order = self.epoch_order()
+        if self.ahead:
+            yield from self.slices_of_epoch(order)
+            return
         for step in range(len(self)):
             index = order[step * self.batch:(step + 1) * self.batch]
-            yield augment_batch(self.images[index], self.labels[index], self.spec, self.norm, self.dtype,
-                                self.memory_format, self.generator, copies=self.copies)
+            yield self.made(index)
+
+    def made(self, index: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The samples at `index`, copied `copies` times, augmented and normalized: the model's input."""
+        return augment_batch(self.images[index], self.labels[index], self.spec, self.norm, self.dtype,
+                             self.memory_format, self.generator, copies=self.copies)
+
+    def slices_of_epoch(self, order: torch.Tensor) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        """batch_prep=epoch: every batch of the epoch made now, chunk by chunk of whole batches; then one slice (a
+        view, no kernel) per step. The samples, their order and each batch's rows are the step path's."""
+        used = order[:len(self) * self.batch]
+        rows = self.batch * self.copies
+        if self.made_images is None:
+            shape = (len(used) * self.copies, *self.images.shape[1:])
+            self.made_images = torch.empty(shape, dtype=self.dtype, device=self.images.device,
+                                           memory_format=self.memory_format)
+            self.made_labels = torch.empty(shape[0], dtype=self.labels.dtype, device=self.labels.device)
+        chunk = max(1, EPOCH_CHUNK // self.batch) * self.batch
+        for start in range(0, len(used), chunk):
+            images, labels = self.made(used[start:start + chunk])
+            self.made_images[start * self.copies:start * self.copies + len(labels)].copy_(images)
+            self.made_labels[start * self.copies:start * self.copies + len(labels)].copy_(labels)
+        for step in range(len(self)):
+            yield self.made_images[step * rows:(step + 1) * rows], self.made_labels[step * rows:(step + 1) * rows]
 
 
 class DeviceHeldOut:
@@ -174,9 +225,13 @@ def device_data(cfg: TrainConfig, kind: DatasetKind, ctx: DistContext, batch: in
     """Both splits decoded on the host, checked against the device's free memory, then moved there."""
     train = decode_split(cfg, kind, train=True)
     held_out = decode_split(cfg, kind, train=False) if cfg.eval_every else None
+    ahead = cfg.batch_prep == BatchPrep.epoch
     needed = train.nbytes + (held_out.nbytes if held_out else 0)
-    problem = fit_problem(needed, free_memory_bytes(ctx.device), cfg.device_data_share, ctx.device)
+    if ahead:
+        needed += epoch_buffer_nbytes(train, batch, ctx.world_size, cfg.batch_augmentation, input_dtype(cfg))
+    what = "the splits and the epoch's made batches (workload.batch_prep=epoch)" if ahead else "the splits"
+    problem = fit_problem(needed, free_memory_bytes(ctx.device), cfg.device_data_share, ctx.device, what)
     if problem:
         raise ValueError(problem)
-    return (DeviceEpochs(train, batch, cfg, ctx, seed, copies=cfg.batch_augmentation),
+    return (DeviceEpochs(train, batch, cfg, ctx, seed, copies=cfg.batch_augmentation, ahead=ahead),
             DeviceHeldOut(held_out, batch, cfg, ctx) if held_out else None)

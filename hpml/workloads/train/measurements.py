@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import torch
 
 from hpml.conf.workload.train import Dataset, TrainConfig
-from hpml.conf.workload.train_choices import Parallel
+from hpml.conf.workload.train_choices import DataPlacement, Parallel
 from hpml.contract.result_format import timed_epoch_indices
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.common.random_inputs import random_images, random_labels
@@ -168,6 +168,8 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         "dataset_note": note,
         "input": input_block(cfg, kind),
         "data_placement": placement_used(cfg, kind).value,  # host | device: the data path that ran
+        # device path: when its batches were made (step | epoch, workload.batch_prep); None on the host path
+        "batch_prep": cfg.batch_prep.value if placement_used(cfg, kind) == DataPlacement.device else None,
         "gradient_bytes": extras.gradient_bytes,
         "ddp_bucket_bytes": extras.ddp_bucket_bytes,
         "comm_probe": extras.comm_probe,
@@ -196,7 +198,7 @@ def summarize(log: EpochLog, cfg: TrainConfig, world_size: int, extras: Extras, 
         timed=timed, samples_per_step=batch * world_size * cfg.batch_augmentation, devices=devices,
         per_device_batch=batch * world_size // devices, comm_s=comm_s, busy=extras.busy_probe,
         settings={"precision": cfg.precision.value, "channels_last": cfg.channels_last, "compile": cfg.compile.value,
-                  "cuda_graphs": cfg.cuda_graphs})
+                  "cuda_graphs": cfg.cuda_graphs, "batch_prep": measurements["batch_prep"]})
     measurements["compile"] = cfg.compile.value
     measurements["cuda_graphs"] = cfg.cuda_graphs
     measurements["phase_note"] = graphed_step.PHASE_NOTE if cfg.cuda_graphs else None
