@@ -21,7 +21,7 @@ the learning-rate schedule (lr_schedule.py) and the result's numbers (measuremen
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -41,6 +41,7 @@ from hpml.workloads.train.data import build_loader, per_worker_batch, placement_
 from hpml.workloads.train.device_data import device_data
 from hpml.workloads.train.epochs import EpochLog, Stepper, record_epoch, run_epoch
 from hpml.workloads.train.evaluation import eval_loader, evaluate
+from hpml.workloads.train.graphed_eval import EvalGraph
 from hpml.workloads.train.graphed_step import GraphedStepper, ddp_stream, graph_optimizer
 from hpml.workloads.train.lr_schedule import target_lr
 from hpml.workloads.train.measurements import Extras, after_training, probe_batches, summarize, timing_words
@@ -90,6 +91,9 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     if first_epoch and ctx.is_main:
         print(f"[rank 0] resumed from {checkpoint.path} after epoch {first_epoch}", flush=True)
     extras.evaluations = EvaluationLog() if held_out is not None else None
+    # the held-out batch's forward graphed too, where the training step is (graphed_eval.py)
+    eval_graph = EvalGraph(per_worker_batch(cfg, ctx.world_size), cfg, ctx.device) \
+        if cfg.cuda_graphs and held_out is not None else None
     training_start = None  # the time-to-accuracy clock: from the first epoch's start, evaluations included
     for epoch in range(first_epoch, cfg.epochs):
         set_epoch(loader, epoch)
@@ -112,7 +116,7 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
         evaluated = held_out is not None and (epoch + 1) % cfg.eval_every == 0
         if evaluated:
             evaluate_now(model, held_out, cfg, ctx, extras.evaluations, epoch, stepper.global_step, training_start,
-                         telemetry)
+                         telemetry, eval_graph)
         dist.barrier()
         log.loop_time_s.append(wall_s() - start)
         log.eval_time_s.append(extras.evaluations.eval_s[-1] if evaluated else 0.0)
@@ -145,11 +149,11 @@ def training_data(cfg: TrainConfig, seed: int, ctx: DistContext, kind: Dataset, 
 
 
 def evaluate_now(model, held_out, cfg: TrainConfig, ctx: DistContext, evaluations: EvaluationLog, epoch: int,
-                 step: int, training_start: float, telemetry: Telemetry) -> None:
+                 step: int, training_start: float, telemetry: Telemetry, graph: Optional[EvalGraph] = None) -> None:
     """One evaluation, timed as its own phase (outside every epoch time), recorded with the TTA clock."""
     began = wall_s()
     with telemetry.phase("eval", index=epoch, timed=False):
-        top1, loss = evaluate(model, held_out, cfg, ctx)
+        top1, loss = evaluate(model, held_out, cfg, ctx, graph)
     ended = wall_s()
     evaluations.record(epoch + 1, step, top1, loss, elapsed_s=ended - training_start, eval_s=ended - began)
     if ctx.is_main:

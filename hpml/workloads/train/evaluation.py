@@ -8,7 +8,7 @@ all-reduce of (correct, loss sum, count) gives every rank the same numbers, so a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -20,6 +20,7 @@ from hpml.conf.workload.train_data import idx_dataset
 from hpml.workloads.common.cifar10 import local_cifar10
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.common.idx_images import FirstSamples, local_idx, normalization, padding_transform
+from hpml.workloads.train.graphed_eval import EvalGraph, add_counts
 from hpml.workloads.train.image_files import load_image
 from hpml.workloads.train.model import autocast, memory_format
 
@@ -57,11 +58,15 @@ def eval_loader(cfg: TrainConfig, ctx: DistContext, batch: int) -> DataLoader:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: DistContext) -> Tuple[float, float]:
-    """(top-1 as a fraction, mean cross-entropy) over the whole held-out split, the same on every rank."""
+def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: DistContext,
+             graph: Optional[EvalGraph] = None) -> Tuple[float, float]:
+    """(top-1 as a fraction, mean cross-entropy) over the whole held-out split, the same on every rank. With
+    `graph` (workload.cuda_graphs=true) each full batch is a replay of its captured forward (graphed_eval.py)."""
     was_training = model.training
     model.eval()
-    totals = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # correct, loss sum
+    totals = torch.zeros(2, dtype=torch.float64, device=ctx.device) if graph is None else graph.totals
+    if graph is not None:
+        graph.start_pass()
     count = 0  # counted on the host: a per-batch tensor from the host would be a synchronizing copy
     # one autocast context for the whole pass: each weight is cast to the autocast dtype once (autocast caches the
     # casts of leaf weights within a context), not once a batch, which cost a launch per weight per batch
@@ -69,9 +74,10 @@ def evaluate(model: torch.nn.Module, loader: DataLoader, cfg: TrainConfig, ctx: 
         for images, labels in loader:
             images = images.to(ctx.device, non_blocking=True, memory_format=memory_format(cfg))
             labels = labels.to(ctx.device, non_blocking=True)
-            logits = model(images)
-            loss = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="sum")
-            totals += torch.stack([(logits.argmax(1) == labels).sum().double(), loss.double()])
+            if graph is None:
+                add_counts(model, images, labels, totals)
+            else:
+                graph.add(model, images, labels)
             count += labels.numel()
     totals = torch.cat([totals, torch.tensor([float(count)], dtype=torch.float64).to(ctx.device)])
     dist.all_reduce(totals)
