@@ -96,6 +96,12 @@ class WorkloadConfig:
         """GPUs one worker process drives (train's DataParallel drives several; every other workload one)."""
         return 1
 
+    @property
+    def captures_collectives(self) -> bool:
+        """Whether the workers capture NCCL collectives in a CUDA graph (train's whole-step graph with DDP): their
+        process group is then made by PyTorch's recipe for that (workloads/common/distributed.py)."""
+        return False
+
     def runs_on_cpu(self, resources: ResourcesConfig) -> bool:
         """Whether the point's workers run on the CPU, as far as the config can tell."""
         return self.device == Device.cpu or (self.device == Device.auto and resources.gpus_per_node == 0)

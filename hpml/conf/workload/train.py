@@ -249,6 +249,11 @@ class TrainConfig(WorkloadConfig):
         """Devices one worker process drives: dp_devices for DataParallel, 1 for DDP."""
         return self.dp_devices if self.parallel == Parallel.dp else 1
 
+    @property
+    def captures_collectives(self) -> bool:
+        """The whole-step CUDA graph with DDP holds the step's all-reduces (workloads/train/graphed_step.py)."""
+        return self.cuda_graphs and self.parallel == Parallel.ddp
+
     def check_resources(self, resources: ResourcesConfig) -> None:
         super().check_resources(resources)
         world = resources.world_size

@@ -74,19 +74,13 @@ def init_distributed(setup: WorkerSetup) -> DistContext:
     else:
         dev = torch.device("cpu")
     chosen = setup.workload.backend_name(device_type)
-    if device_type == "cuda" and captures_collectives(setup.workload):
+    if device_type == "cuda" and setup.workload.captures_collectives:
         # PyTorch's recipe for capturing DDP's backward in a CUDA graph: the NCCL watchdog's asynchronous error
         # handling off in this process (read when the process group is made)
         os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
     dist.init_process_group(chosen, timeout=COLLECTIVE_TIMEOUT,
                             device_id=dev if device_type == "cuda" else None)
     return DistContext(rank=rank, local_rank=local_rank, world_size=world_size, device=dev, backend=chosen)
-
-
-def captures_collectives(workload) -> bool:
-    """Whether the workload captures DDP's all-reduces in a CUDA graph (train's workload.cuda_graphs with DDP)."""
-    parallel = getattr(workload, "parallel", None)
-    return bool(getattr(workload, "cuda_graphs", False)) and getattr(parallel, "value", parallel) == "ddp"
 
 
 def all_gather_objects(obj: object) -> list:
