@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_slurm import slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
+from test_slurm import QUICK_LOOKS, slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
 
 from hpml.contract.sweep_layout import SLURM_ENERGY_FILE
 
@@ -22,7 +22,7 @@ def test_a_two_node_cpu_point_reports_that_neither_nvml_nor_slurm_measured_energ
     done = hpml("launch", "experiment=tta_digits", f"workload.data_root={tmp_path / 'digits'}", "cluster=slurm",
                 "resources.nodes=2", "resources.workers_per_node=1", "workload.parallel=ddp",
                 "workload.target_accuracy=0.5", "workload.save_model=false", "resources.time_min=5",
-                "hydra.sweeper.params={sweep.seed: '0'}")
+                "hydra.sweeper.params={sweep.seed: '0'}", *QUICK_LOOKS)
     assert done.returncode == 0, done.stdout + done.stderr
     sweep = sweep_dir_of(tmp_path)
     point = sweep / "points" / "0"

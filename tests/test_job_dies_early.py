@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_slurm import QUICK_LOOKS
+
 BROKEN_JOB_ENVIRONMENT = """import os, sys
 # only in the job's own processes (submitit sets these there), never in `hpml launch` itself
 if os.environ.get("SUBMITIT_LOCAL_JOB_ID") or os.environ.get("SUBMITIT_EXECUTOR") == "slurm":
@@ -52,7 +54,7 @@ def test_a_local_job_that_cannot_import_hpml_fails_with_its_logs_last_line(hpml,
 @pytest.mark.slurm
 def test_a_slurm_cluster_setup_line_that_fails_ends_the_point_failed_with_that_line(hpml, tmp_path):
     done = hpml("launch", "cluster=slurm", "experiment=tiny/synthetic", "cluster.setup=[no_such_setup_command_x]",
-                timeout=300)
+                *QUICK_LOOKS, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     expected = "hpml: cluster.setup[0] failed with exit status 127: no_such_setup_command_x"
     assert reason_rows(done.stdout) == [expected], done.stdout
@@ -64,7 +66,7 @@ def test_a_slurm_cluster_setup_line_that_fails_ends_the_point_failed_with_that_l
 
 @pytest.mark.slurm
 def test_a_slurm_job_that_cannot_import_hpml_ends_failed_with_its_logs_last_line(hpml, tmp_path, broken_env):
-    done = hpml("launch", "cluster=slurm", "experiment=tiny/synthetic", env=broken_env, timeout=300)
+    done = hpml("launch", "cluster=slurm", "experiment=tiny/synthetic", *QUICK_LOOKS, env=broken_env, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert reason_rows(done.stdout) == [IMPORT_ERROR], done.stdout
     status = hpml("status", str(only_sweep(tmp_path)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_slurm import slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
+from test_slurm import QUICK_LOOKS, slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
 
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
 
@@ -17,8 +17,11 @@ def results_of(sweep):
 
 
 def test_synthetic_ddp_and_horovod_style_over_two_nodes(hpml, tmp_path):
+    # 16x16 images and 1 warm-up batch (as tests/test_synthetic.py): ResNet-18 keeps its gradients, and the 3
+    # iterations of 2 batches every rank times are kept
     done = hpml("launch", "experiment=synthetic_horovod", "cluster=slurm", "resources.nodes=2",
-                "resources.workers_per_node=1")
+                "resources.workers_per_node=1", "workload.image_size=16", "workload.num_warmup_batches=1",
+                *QUICK_LOOKS)
     assert done.returncode == 0, done.stdout + done.stderr
     sweep = sweep_dir_of(tmp_path)
     results = results_of(sweep)
@@ -34,7 +37,7 @@ def test_synthetic_ddp_and_horovod_style_over_two_nodes(hpml, tmp_path):
 
 def test_allreduce_over_two_nodes_side_by_side_with_the_bare_loop(hpml, tmp_path):
     done = hpml("launch", "experiment=allreduce_vs_bare", "cluster=slurm", "resources.nodes=2",
-                "resources.workers_per_node=1", "workload.max_bytes=65536")
+                "resources.workers_per_node=1", "workload.max_bytes=65536", *QUICK_LOOKS)
     assert done.returncode == 0, done.stdout + done.stderr
     sweep = sweep_dir_of(tmp_path)
     for result in results_of(sweep):

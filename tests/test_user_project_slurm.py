@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_slurm import manifest_of, sacct_state, slurm_cluster, wait_until  # noqa: F401 (slurm_cluster: fixture)
+from tests.test_slurm import QUICK_LOOKS, manifest_of, sacct_state, slurm_cluster, wait_until  # noqa: F401 (slurm_cluster: fixture)
 from tests.test_user_project import HPML_SCRIPT, project  # noqa: F401 (project: fixture)
 
 pytestmark = pytest.mark.slurm
@@ -38,7 +38,7 @@ def test_launch_resume_and_report_jobs_on_slurm_import_nothing_of_the_users_fold
     env = {**env, "SLURM_CONF": os.environ["SLURM_CONF"]}  # set by the slurm_cluster fixture
     root = home / "slurm_sweeps"
     launched = hpml_from(home, env, "launch", "experiment=tiny/train", "cluster=slurm", "sweep.wait=false",
-                         f"sweep.root={root}")
+                         *QUICK_LOOKS, f"sweep.root={root}")  # the resume below waits with these
     assert launched.returncode == 0, launched.stdout + launched.stderr
     (sweep,) = [d for d in root.iterdir() if d.name != "latest"]
     first_report = manifest_of(sweep)["report_job"]["job_id"]
