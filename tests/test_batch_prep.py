@@ -117,3 +117,23 @@ def test_a_launched_point_makes_its_epochs_batches_ahead_and_says_so(tmp_path):
     assert result["status"] == "ok" and m["data_placement"] == "device" and m["batch_prep"] == "epoch"
     assert [len(steps) for steps in m["step_time_s"]] == [100 // 16] * 2  # 6 whole batches an epoch, the tail dropped
     assert len(m["evaluation"]["top1"]) == 2
+
+
+def test_the_report_recomputes_that_knob_from_what_a_result_recorded():
+    """analysis.train.efficiency.efficiency_of: the techniques from the config, batch_prep from the measurements."""
+    from hpml.analysis.train.efficiency import efficiency_of, techniques_of
+
+    def doc(prep):
+        inputs = {"step_s": 0.003, "data_s": 0.0, "comm_s": None, "busy_s": 0.002, "busy_wall_s": 0.003,
+                  "per_device_batch": 128}
+        efficiency = {"bound_inputs": inputs, "samples_per_step": 512, "devices": 4,
+                      "flops": {"flops_per_sample": 3.3e9, "error": None},
+                      "peak": {"peak_tflops_per_device": 989.0, "na": None}}
+        workload = {"precision": "bf16", "channels_last": True, "compile": "none", "cuda_graphs": True}
+        return {"config": {"workload": workload}, "measurements": {"efficiency": efficiency, "batch_prep": prep}}
+
+    made_per_step, made_ahead = (efficiency_of(d["measurements"], techniques_of(d)) for d in (doc("step"), doc("epoch")))
+    assert made_per_step["bound"] == made_ahead["bound"] == "host-bound"  # busy 2 of 3 ms: under the 80 % rule
+    assert "workload.batch_prep=epoch" in made_per_step["knob"] and "batch_prep" not in made_ahead["knob"]
+    # MFU by hand: 3.3e9 FLOPs x 512 samples / 0.003 s / (4 x 989e12 FLOP/s) = 14.2 %
+    assert made_per_step["mfu"] == pytest.approx(3.3e9 * 512 / 0.003 / (4 * 989e12))
