@@ -137,3 +137,13 @@ def test_the_report_recomputes_that_knob_from_what_a_result_recorded():
     assert "workload.batch_prep=epoch" in made_per_step["knob"] and "batch_prep" not in made_ahead["knob"]
     # MFU by hand: 3.3e9 FLOPs x 512 samples / 0.003 s / (4 x 989e12 FLOP/s) = 14.2 %
     assert made_per_step["mfu"] == pytest.approx(3.3e9 * 512 / 0.003 / (4 * 989e12))
+
+
+def test_a_point_config_written_before_the_key_reads_as_step(compose_values):
+    """`hpml resume` of an older sweep: its config.yaml has no workload.batch_prep; those runs made batches per step."""
+    from hpml.conf.workload.train_choices import BatchPrep
+
+    values = compose_values(["workload.dataset=cifar10", "workload.data_root=/nonexistent",
+                             "workload.data_placement=device"])
+    del values["workload"]["batch_prep"]
+    assert config_from_dict(values).workload.batch_prep == BatchPrep.step
