@@ -1,10 +1,10 @@
 """The held-out pass's batch in one CUDA graph (workload.cuda_graphs=true): forward, loss and counts captured once
 and replayed for every full batch of every evaluation.
 
-Why: with the training step graphed, an eager evaluation is what is left launching kernel by kernel. At 128
-samples a GPU its ResNet-18 forward is host-bound (about 70 launches a batch), so on 4 GPUs the evaluation took
-about 15 % of the epoch, twice the plain loop's, whose eager evaluation is queued while the GPU is still
-running the last training steps (hpml synchronizes there to time the epoch). docs/results/tta_gpus_fashion_mnist/.
+Why: with the training step graphed, an eager evaluation is what is left launching kernel by kernel, and at a
+small per-GPU batch its forward is host-bound. A plain loop hides part of that behind the last training steps (its
+evaluation's launches are queued while the GPU still runs them); hpml synchronizes there to time the epoch, so its
+evaluation starts on an idle GPU. Measured in docs/results/tta_gpus_fashion_mnist/ ("The epoch's batches made ahead").
 
 How: the model's own module (not DDP's wrapper: a forward without gradients does no collective) in eval mode;
 three eager passes of the first full batch on a side stream first (PyTorch's recipe: cuDNN picks its algorithms,
