@@ -1,7 +1,13 @@
 """Damaged sweep files (issue 11, class 6), through the real `hpml status` and `hpml report`: every damaged
 state.json, result.json or manifest.json is one line, never a traceback, a hang or exhausted memory; a point
 without a valid result is never completed, so status agrees with what `hpml resume` reruns. And a point whose
-state.json says running while the process that runs it is gone is not shown as running (class 1)."""
+state.json says running while the process that runs it is gone is not shown as running (class 1).
+
+A damaged manifest's or point's shape (a JSON value of the wrong kind, a field of the wrong type) is checked case by
+case through cli.main in this process (conftest's hpml_here, issue 41): what the verb says is the claim. The first
+case of that class, and every damage that could hang a reader or exhaust its memory (truncated, nested 100,000
+deep, /dev/zero, a FIFO, over the size limit), go through the command as users run it: its own process, bounded by
+a timeout, its exit status and whole stderr."""
 
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ import yaml
 from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT
 from hpml.launcher.resume import BUSY
 from hpml.launcher.status import RUNNER_GONE, current_states
-from tests.conftest import SMALL_TRAIN, own_copy
+from tests.conftest import SMALL_TRAIN, hpml_here, own_copy
 from tests.factories import envelope
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -179,14 +185,31 @@ MANIFEST_DAMAGE = [
 ]
 
 
-@pytest.mark.parametrize("how, expected, report_reads_it",
-                         [case if len(case) == 3 else (*case, True) for case in MANIFEST_DAMAGE],
-                         ids=[str(i) for i in range(len(MANIFEST_DAMAGE))])
-def test_a_damaged_manifest_is_one_line(tmp_path, hpml, how, expected, report_reads_it):
+def through_the_command(case: int, how) -> bool:
+    """Whether a damage case runs as the real command: the first of the shape class, and every damage to the file as
+    a file (a text, not a JSON value: truncated or nested too deep; /dev/zero, a FIFO, over the limit)."""
+    return case == 0 or isinstance(how, str)
+
+
+def in_this_process(tmp_path):
+    """hpml(*args, timeout=...) through cli.main in this process, called as the `hpml` fixture calls the command."""
+    def _run(*args: str, timeout: float = 600):
+        return hpml_here(list(args), tmp_path)
+    return _run
+
+
+MANIFEST_CASES = [(*case, True)[:3] + (through_the_command(i, case[0]),) for i, case in enumerate(MANIFEST_DAMAGE)]
+
+
+@pytest.mark.parametrize("how, expected, report_reads_it, command", MANIFEST_CASES,
+                         ids=[f"{i}-command" if case[3] else str(i) for i, case in enumerate(MANIFEST_CASES)])
+def test_a_damaged_manifest_is_one_line(tmp_path, hpml, how, expected, report_reads_it, command):
     sweep = tmp_path / "s"
     damage(sweep / "manifest.json", how, MANIFEST_LIMIT)
     (sweep / "points" / "0").mkdir(parents=True)
     (sweep / "points" / "0" / "result.json").write_text(json.dumps(ok_result(0)))
+    if not command:
+        hpml = in_this_process(tmp_path)
 
     done = hpml("status", str(sweep), timeout=60)
 
@@ -255,7 +278,10 @@ def test_resume_reruns_a_completed_point_whose_result_was_truncated(tmp_path, hp
 def test_resume_with_a_damaged_point_moves_nothing_and_says_so_in_one_line(tmp_path, hpml, compose_values,
                                                                          damage_point):
     """Every point to rerun is checked before any file is moved: a resume that stopped half-way used to leave a
-    point's result and state moved to attempts/ with the manifest unchanged (a traceback)."""
+    point's result and state moved to attempts/ with the manifest unchanged (a traceback). The first case through
+    the command as users run it, the others through cli.main in this process (what resume refuses is the claim)."""
+    if damage_point != "bad_yaml":
+        hpml = in_this_process(tmp_path)
     sweep = make_sweep(tmp_path / "sweep", 2, dead_pid())
     good = yaml.safe_dump(compose_values(["workload.synthetic_samples=8", "workload.batch_size=4"]))
     for point in range(2):

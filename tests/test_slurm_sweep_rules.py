@@ -89,6 +89,7 @@ def test_the_ladder_stops_in_one_line(constraint, features, stop):
     assert change.stop == stop and change.describe() == f"hpml: point 3 not resubmitted: {stop}"
 
 
+@pytest.mark.slurm  # expand_nodelist runs `scontrol show hostnames`: it needs the test cluster's SLURM_CONF
 def test_sacct_jobs_and_the_features_of_their_nodes():
     jobs = parse_sacct_jobs("12_0|1000M|n1\n12_1|2G|n[1-2]\n13|0|None assigned\n")
     assert jobs == {"12_0": (1000, "n1"), "12_1": (2048, "n[1-2]"), "13": (None, "None assigned")}
