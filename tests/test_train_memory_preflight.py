@@ -4,6 +4,7 @@ hpml_cnn, a launch far beyond any machine refused in one line with nothing writt
 from __future__ import annotations
 
 import pytest
+import torch
 
 from hpml.conf.schema import config_from_dict
 from hpml.conf.train_memory import host_memory, step_memory
@@ -235,3 +236,19 @@ def test_a_refusal_names_every_key_that_made_its_number(compose_values, digits_d
                                     "resources.mem_gb=8", "cluster=slurm", *overrides]))
     refused = memory_problem(config.workload)
     assert refused.startswith(made_of) and lower in refused and "\n" not in refused, refused
+
+
+def test_batch_prep_epoch_adds_the_epochs_made_batches_as_the_worker_sizes_them(compose_values, digits_data):
+    from hpml.workloads.train.device_data import HostSplit, epoch_buffer_nbytes
+
+    device = ["workload.dataset=cifar10", f"workload.data_root={digits_data / 'cifar'}",
+              "workload.data_placement=device"]
+    same = [*device, "workload.precision=bf16", "workload.batch_augmentation=2"]
+    cfg = hpml_cnn(compose_values, *same, "workload.batch_prep=epoch")
+    # 1,438 training digits in whole batches of 8: 1,432 samples, 2 copies each, bf16 3x32x32 images, int64 labels
+    assert bound(cfg).epoch_batches == 1432 * 2 * (INPUT * 2 + 8)
+    split = HostSplit(images=torch.zeros(1438, 3, 32, 32, dtype=torch.uint8),
+                      labels=torch.zeros(1438, dtype=torch.int64), classes=[str(c) for c in range(10)])
+    assert epoch_buffer_nbytes(split, 8, 1, 2, torch.bfloat16) == bound(cfg).epoch_batches  # the worker's own count
+    step = bound(hpml_cnn(compose_values, *same))  # batch_prep=step makes no such buffer
+    assert step.epoch_batches == 0 and bound(cfg).total - step.total == bound(cfg).epoch_batches

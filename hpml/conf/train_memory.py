@@ -17,7 +17,8 @@ What is counted, per worker and device (DataParallel: its first device, which ho
   (the stage boundaries that stay are not counted: still a floor);
 - the step's input images on the device (its samples x batch_augmentation, in the input dtype);
 - workload.data_placement=device: the decoded training split (uint8 N x 3 x H x W and int64 labels), when the
-  data set is on disk here to count (the held-out split is left out).
+  data set is on disk here to count (the held-out split is left out); with workload.batch_prep=epoch also the
+  epoch's made batches (the rank's whole batches x batch_augmentation, in the input dtype, and their labels).
 They are not all held at once: the step's floor is the larger of the end of a forward pass (weights, momentum,
 every kept activation; no gradient yet, as the worker zeroes them with set_to_none, except the earlier chunks' with
 accumulation) and the end of the backward (weights, momentum, gradients), plus the inputs and the split.
@@ -68,6 +69,7 @@ class StepMemory:
     activations: int  # leaf outputs kept for backward by one forward pass (0 with activation checkpointing)
     inputs: int  # the step's input images
     data: int  # the decoded training split (data_placement=device), 0 when not counted
+    epoch_batches: int  # batch_prep=epoch: the epoch's made batches on the device, 0 otherwise or when not counted
     accumulating: bool  # accumulation_chunks > 1: a later chunk's forward runs with the gradients already there
 
     @property
@@ -75,7 +77,7 @@ class StepMemory:
         """The larger of two moments of the step: the end of a forward pass (every kept activation at once, no
         gradient yet: the worker zeroes them with set_to_none; with accumulation, a later chunk's forward has the
         earlier chunks' gradients) and the end of the backward (the gradients, the activations freed)."""
-        held = self.weights + self.momentum + self.inputs + self.data
+        held = self.weights + self.momentum + self.inputs + self.data + self.epoch_batches
         return held + max(self.activations + (self.gradients if self.accumulating else 0), self.gradients)
 
 
@@ -91,7 +93,8 @@ def step_memory(cfg: Any, per_worker: int, found: Optional[OnDisk]) -> StepMemor
     activations = 0 if cfg.activation_checkpointing else forward.saved_leaf_outputs * forward_samples * element
     return StepMemory(weights=forward.state_bytes, gradients=fp32, momentum=fp32 if cfg.momentum > 0 else 0,
                       activations=activations, inputs=per_device * cfg.input_channels * cfg.model_side ** 2 * element,
-                      data=device_split_bytes(cfg, found), accumulating=cfg.accumulation_chunks > 1)
+                      data=device_split_bytes(cfg, found), epoch_batches=epoch_batches_bytes_of(cfg, per_worker, found),
+                      accumulating=cfg.accumulation_chunks > 1)
 
 
 def device_split_bytes(cfg: Any, found: Optional[OnDisk]) -> int:
@@ -103,6 +106,28 @@ def device_split_bytes(cfg: Any, found: Optional[OnDisk]) -> int:
     # to the model's side once (workloads/train/device_data.py)
     image = CIFAR10_IMAGE_BYTES if cfg.dataset in ("cifar10", "auto") else cfg.input_channels * cfg.model_side ** 2
     return found.train_samples * (image + LABEL_BYTES)
+
+
+def samples_per_rank(samples: int, world: int, batch: int) -> int:
+    """The samples a rank trains on in an epoch: its DistributedSampler share (drop_last), whole batches only."""
+    return samples // world // batch * batch
+
+
+def epoch_batches_bytes(samples: int, world: int, batch: int, copies: int, image_elements: int,
+                        element_bytes: int) -> int:
+    """batch_prep=epoch: the bytes of one epoch's made batches on a rank (the images in the input dtype, int64
+    labels); the worker sizes its buffer with this (workloads/train/device_data.py)."""
+    rows = samples_per_rank(samples, world, batch) * copies
+    return rows * (image_elements * element_bytes + LABEL_BYTES)
+
+
+def epoch_batches_bytes_of(cfg: Any, per_worker: int, found: Optional[OnDisk]) -> int:
+    """epoch_batches_bytes for a point (0 unless data_placement=device with batch_prep=epoch and the data on disk)."""
+    if cfg.data_placement != "device" or cfg.batch_prep != "epoch" or found is None:
+        return 0
+    element = 2 if cfg.precision in AUTOCAST else 4  # the input dtype (workloads/train/model.input_dtype)
+    return epoch_batches_bytes(found.train_samples, cfg.placement.resources.world_size, per_worker,
+                               cfg.batch_augmentation, cfg.input_channels * cfg.model_side ** 2, element)
 
 
 def available_memory(cfg: Any) -> Optional[Tuple[int, str]]:
@@ -164,6 +189,8 @@ def step_memory_problem(cfg: Any, per_worker: int, found: Optional[OnDisk]) -> O
              f"activations kept for backward {_gib(need.activations)}{checkpointed}",
              f"input batch {_gib(need.inputs)}"]
     parts += [f"decoded training split {_gib(need.data)}"] if need.data else []
+    parts += [f"the epoch's made batches (workload.batch_prep=epoch) {_gib(need.epoch_batches)}"
+              ] if need.epoch_batches else []
     return (f"{samples_text(cfg, per_worker)} of workload.image_size={cfg.image_size} through workload.model="
             f"{named(cfg.model)}: one training step needs at least {where} ({', '.join(parts)}; "
             f"precision={cfg.precision.value}), more than the {_gib(available)} of {source}; {remedies(cfg)}")

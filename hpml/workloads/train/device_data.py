@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DistributedSampler
 
+from hpml.conf.train_memory import epoch_batches_bytes, samples_per_rank
 from hpml.conf.workload.train import Dataset as DatasetKind
 from hpml.conf.workload.train import TrainConfig
 from hpml.conf.workload.train_choices import BatchPrep
@@ -130,15 +131,9 @@ def augment_spec(cfg: TrainConfig) -> AugmentSpec:
 EPOCH_CHUNK = 8192  # batch_prep=epoch: samples augmented at once (bounds the crop's index tensors, 32 B a value)
 
 
-def samples_per_rank(samples: int, world: int, batch: int) -> int:
-    """The samples a rank trains on in an epoch: its DistributedSampler share (drop_last), whole batches only."""
-    return samples // world // batch * batch
-
-
 def epoch_buffer_nbytes(split: HostSplit, batch: int, world: int, copies: int, dtype: torch.dtype) -> int:
-    """batch_prep=epoch: the bytes of one epoch's made batches on a rank (images in the input dtype, int64 labels)."""
-    rows = samples_per_rank(len(split.labels), world, batch) * copies
-    return rows * (split.images[0].numel() * dtype.itemsize + torch.int64.itemsize)
+    """batch_prep=epoch: the bytes of one epoch's made batches on a rank (the launch's preflight counts the same)."""
+    return epoch_batches_bytes(len(split.labels), world, batch, copies, split.images[0].numel(), dtype.itemsize)
 
 
 class DeviceEpochs:
@@ -162,7 +157,8 @@ class DeviceEpochs:
         self.generator.manual_seed(hash((seed, ctx.rank)) & 0xFFFF_FFFF_FFFF)  # ints hash the same in every process
 
     def __len__(self) -> int:
-        return len(self.sampler) // self.batch  # the last partial batch is dropped, as on the host path
+        # the last partial batch is dropped, as on the host path
+        return samples_per_rank(len(self.labels), self.sampler.num_replicas, self.batch) // self.batch
 
     def epoch_order(self) -> torch.Tensor:
         """This rank's sample indices for the current epoch (DistributedSampler's), on the device."""

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 
 from hpml.conf.workload.train import TrainConfig
-from hpml.workloads.train.model import AUTOCAST_DTYPES
+from hpml.workloads.train.model import autocast
 
 WARMUP_PASSES = 3  # eager forwards of the first batch before the capture (PyTorch's CUDA graphs notes use 3)
 
@@ -37,8 +37,7 @@ class EvalGraph:
     """One full held-out batch's forward, loss and counts, captured at the first evaluation and replayed after."""
 
     def __init__(self, batch: int, cfg: TrainConfig, device: torch.device):
-        self.batch, self.device = batch, device
-        self.dtype = AUTOCAST_DTYPES.get(cfg.precision)
+        self.batch, self.cfg, self.device = batch, cfg, device
         self.totals = torch.zeros(2, dtype=torch.float64, device=device)  # correct, loss sum (what replays add to)
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.images = self.labels = None
@@ -59,8 +58,7 @@ class EvalGraph:
         self.graph.replay()
 
     def autocast(self):
-        return torch.autocast("cuda", dtype=self.dtype or torch.float32, enabled=self.dtype is not None,
-                              cache_enabled=False)
+        return autocast(self.cfg, self.device, captured=True)
 
     def capture(self, module: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> None:
         self.images, self.labels = images.clone(), labels.clone()  # clone keeps the memory format (channels_last)

@@ -34,7 +34,7 @@ import torch
 
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.train.epochs import Stepper
-from hpml.workloads.train.model import AUTOCAST_DTYPES
+from hpml.workloads.train.model import autocast
 from hpml.workloads.train.phases import NullClock
 
 WARMUP_STEPS = 3  # eager steps before capture (PyTorch's CUDA graphs notes use 3)
@@ -72,8 +72,7 @@ class GraphedStepper(Stepper):
         self.samples = 0
 
     def autocast(self):
-        dtype = AUTOCAST_DTYPES.get(self.cfg.precision)
-        return torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None, cache_enabled=False)
+        return autocast(self.cfg, self.device, captured=True)
 
     def set_rate(self) -> None:
         self.lr = self.lr_of_step(self.global_step)

@@ -14,10 +14,13 @@ from hpml.workloads.train.checkpointing import checkpoint_stages
 AUTOCAST_DTYPES = {Precision.fp16: torch.float16, Precision.bf16: torch.bfloat16}  # the precisions that autocast
 
 
-def autocast(cfg: TrainConfig, device: torch.device):
-    """torch.autocast for fp16 / bf16 (forward and loss; weights and gradients stay fp32), a no-op otherwise."""
+def autocast(cfg: TrainConfig, device: torch.device, captured: bool = False):
+    """torch.autocast for fp16 / bf16 (forward and loss; weights and gradients stay fp32), a no-op otherwise.
+    captured: for work that a CUDA graph captures (graphed_step.py, graphed_eval.py), with the weight-cast cache
+    off: a cast cached during the capture would be freed after it, and every replay would read freed memory."""
     dtype = AUTOCAST_DTYPES.get(cfg.precision)
-    return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
+    return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None,
+                          cache_enabled=not captured)
 
 
 def input_dtype(cfg: TrainConfig) -> torch.dtype:
