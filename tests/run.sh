@@ -10,8 +10,9 @@
 #      keeps a file's tests on one worker, so a module's shared sweep (module-scoped fixture) is made once.
 #   2. meanwhile, the SLURM tests (marker `slurm`), one at a time: one cluster, and mostly waiting on it
 #      (queueing, a requeue held 15 s: cred_expire in tests/slurm/cluster.sh). Their output is printed after part 1's.
-#   3. then the tests marked `serial`, alone on the machine: only those whose claim is a ratio of two runs made one
-#      after the other that a load changing between them would skew (the compare gate's two sweeps). No test bounds
+#   3. then the tests marked `serial`, alone on the machine: only those whose claim is a ratio of two things timed one
+#      after the other that a load changing between them would skew (the compare gate's two sweeps; a run's steps
+#      against its communication probe). No test bounds
 #      a duration in seconds (issue 41): a test that checks speed bounds the ratio of two things it times itself,
 #      so it runs in part 1 or 2 and passes on a slow or busy machine (docs/results/test-suite-speed.md).
 # Extra arguments go to every part (-x, -k ...); to select by marker (-m), run pytest yourself.

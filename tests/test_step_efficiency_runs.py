@@ -116,6 +116,10 @@ def test_a_slow_loader_is_data_bound(tmp_path, hpml):
     assert "MFU n/a: CPU: no dense peak is published for this host" in section
 
 
+# serial (alone, after the other parts): the share compares the training's median step with the comm probe's blocks
+# run after it, so a neighbour's load that changes between the two skews it; beside part 1's other worker it read
+# 0.235 (under the 0.25 threshold) where alone it reads about 0.34 (issue 41, stop 51)
+@pytest.mark.serial
 def test_ddp_over_gloo_with_a_big_model_and_a_tiny_batch_is_communication_bound(tmp_path, hpml):
     # ResNet-50 (25.6 M parameters: 102 MB of gradients all-reduced each step) on 2 images of 8x8 per worker; plain
     # SGD (no momentum, no weight decay): the optimizer's passes over the weights are part of the step that the

@@ -7,17 +7,19 @@
 # --cuda-graphs, 2 repeats: the first pays cuDNN's autotuning and the capture). Everything is packed into one
 # archive after each run, so that a cut leaves what finished. From the repository root, $OUT set, .fmnist/ and
 # .whl/ carried:
-#   [WEAK=1] [NS="1 4 2"] [EAGER=4] [SEEDS=0] [PLAIN=1] [NOTELEM=] [COMPILE=none] [PARALLEL=ddp] [PREP=step] \
+#   [WEAK=1] [NS="1 4 2"] [EAGER=4] [SEEDS=0] [PLAIN=1] [NOTELEM=] [COMPILE=none] [GRAPHS=1] [PARALLEL=ddp] [PREP=step] \
 #     bash docs/results/tta_gpus_fashion_mnist/run_graphs.sh <label> [cap in s]
 # NS: the GPU counts, in order; EAGER: GPU counts whose eager run (launched and plain) follows, if time is left;
 # SEEDS: the launched runs' seeds (a comma list: one sweep of a point a seed); PLAIN=0: no plain loop; NOTELEM: GPU
 # counts whose launched graphs run (seed 0) is made once more with telemetry.enabled=false, last (what the NVML
 # sampler costs the step); COMPILE=default: the graphs runs capture torch.compile's fused kernels (launched and
-# plain); PARALLEL=none: the launched runs without DDP (1 GPU only); PREP=epoch: every run makes the epoch's
-# batches at its start (workload.batch_prep=epoch; the plain loop's --batch-prep epoch).
+# plain); GRAPHS=0: those runs use torch.compile's mode alone, without hpml's whole-step graph (for the modes that
+# replay torch's own graphs, max_autotune and reduce_overhead); PARALLEL=none: the launched runs without DDP (1 GPU
+# only); PREP=epoch: every run makes the epoch's batches at its start (workload.batch_prep=epoch; the plain loop's
+# --batch-prep epoch).
 set -uo pipefail
 label=$1 cap=${2:-540} ns=${NS:-1 4 2} eager=${EAGER:-} weak=${WEAK:-0} seeds=${SEEDS:-0} with_plain=${PLAIN:-1}
-notelem=${NOTELEM:-} compile=${COMPILE:-none} parallel=${PARALLEL:-ddp} prep=${PREP:-step}
+notelem=${NOTELEM:-} compile=${COMPILE:-none} parallel=${PARALLEL:-ddp} prep=${PREP:-step} graphs=${GRAPHS:-1}
 STAGES_FUNCTIONS_ONLY=1 source "$(dirname "${BASH_SOURCE[0]}")/../lib/stages.sh"  # the set-up functions alone
 wheels_if_missing  # hydra, omegaconf and submitit from .whl/ where python3 lacks them
 on_pythonpath "$PWD"
@@ -41,15 +43,16 @@ batch() {  # the launched run's batch overrides and the plain loop's global batc
   fi
 }
 launch() {  # launch <gpus> <graphs: true|false> [telemetry: true|false]
-  local kind telemetry=${3:-true}
+  local kind telemetry=${3:-true} graphed=$2
   local mode; mode=$([ "$2" = true ] && echo "$compile" || echo none)
-  kind=$([ "$2" = true ] && echo graphs || echo eager)$([ "$mode" = none ] || echo "_$mode")
+  [ "$graphs" = 1 ] || graphed=false
+  kind=$([ "$graphed" = true ] && echo graphs || echo eager)$([ "$mode" = none ] || echo "_$mode")
   kind=$kind$([ "$parallel" = ddp ] || echo "_$parallel")$([ "$prep" = step ] || echo "_prep$prep")
   kind=$kind$([ "$telemetry" = true ] || echo _notelemetry)
   # shellcheck disable=SC2046
   CUDA_VISIBLE_DEVICES=$(visible "$1") timeout "$(left)" python3 -m hpml.launcher.cli launch \
     experiment=tta_fashion_mnist workload.data_root="$data" resources.gpus_per_node="$1" \
-    resources.workers_per_node="$1" workload.parallel="$parallel" $(batch) workload.cuda_graphs="$2" \
+    resources.workers_per_node="$1" workload.parallel="$parallel" $(batch) workload.cuda_graphs="$graphed" \
     workload.compile="$mode" workload.batch_prep="$prep" \
     workload.save_model=false telemetry.enabled="$telemetry" \
     sweep.seed="$([ "$telemetry" = true ] && echo "$seeds" || echo 0)" \
@@ -59,8 +62,9 @@ launch() {  # launch <gpus> <graphs: true|false> [telemetry: true|false]
 plain() {  # plain <gpus> <graphs: true|false>
   [ "$with_plain" = 1 ] || return 0
   local kind flag global=512 lr=0.2
-  kind=$([ "$2" = true ] && echo graphs || echo eager); flag=$([ "$2" = true ] && echo --cuda-graphs)
-  if [ "$2" = true ] && [ "$compile" != none ]; then kind=${kind}_$compile; flag="$flag --compile $compile"; fi
+  kind=$([ "$2" = true ] && [ "$graphs" = 1 ] && echo graphs || echo eager)
+  flag=$([ "$2" = true ] && [ "$graphs" = 1 ] && echo --cuda-graphs)
+  if [ "$2" = true ] && [ "$compile" != none ]; then kind=${kind}_$compile; flag="$flag --compile ${compile//_/-}"; fi
   [ "$prep" = step ] || kind=${kind}_prep$prep
   if [ "$weak" = 1 ]; then global=$(( 512 * $1 )); lr=$(python3 -c "print(0.2 * $1)"); fi
   # shellcheck disable=SC2086
