@@ -250,7 +250,7 @@ def test_running_is_shown_only_while_its_runner_lives(tmp_path, hpml):
     assert shown == {0: ("interrupted", [f"reason: {RUNNER_GONE}"]), 1: ("interrupted", [f"reason: {RUNNER_GONE}"]),
                      2: ("running", []), 3: ("interrupted", [f"reason: {RUNNER_GONE}"]),
                      4: ("interrupted", [f"reason: {RUNNER_GONE}"])}
-    assert done.stdout.splitlines()[0] == "[study] 0/5 done, 1 running, 0 pending, 4 failed"
+    assert done.stdout.splitlines()[0] == "[study] 0/5 done, 1 running, 0 pending, 0 failed, 4 interrupted"
     assert [s.point for s in current_states(sweep) if s.state not in ("completed", *BUSY)] == [0, 1, 3, 4]
 
 

@@ -104,7 +104,7 @@ def test_a_failing_point_is_failed_with_its_reason(half_failed, tmp_path):
     assert result["status"] == "failed" and result["reason"] == reason
     status = hpml_here(["status", str(sweep)], tmp_path)
     rows = [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()]
-    assert rows == [["0", "completed"], ["1", "failed"]], status.stdout  # (the progress line always says "failed")
+    assert rows == [["0", "completed"], ["1", "failed"]], status.stdout
     assert f"reason: {reason}" in status.stdout.splitlines()[-1]
 
 

@@ -162,8 +162,9 @@ def test_progress_line_and_status_table():
               PointState(2, "pending", None, "5_2", ["a=3"]), PointState(3, "not_submitted", None, None, []),
               PointState(4, "oom", "trace\nCUDA out of memory", "5_4", ["a=5"]),
               PointState(5, "cancelled", None, "5_5", [])]
-    assert summary_counts(states) == {"done": 1, "running": 1, "failed": 2, "pending": 2, "total": 6}
-    assert progress_line("s", states) == "[s] 1/6 done, 1 running, 2 pending, 2 failed"
+    assert summary_counts(states) == {"done": 1, "running": 1, "failed": 0, "pending": 2, "total": 6,
+                                      "cancelled": 1, "out of memory": 1}
+    assert progress_line("s", states) == "[s] 1/6 done, 1 running, 2 pending, 0 failed, 1 cancelled, 1 out of memory"
     assert status_table(states).splitlines() == [
         "point  state          job id        overrides / reason",
         "0      completed      5_0           a=1",
@@ -187,6 +188,16 @@ def test_local_jobs_are_lost_only_once_their_launch_is_gone():
     assert local_jobs({"launcher": {"host": here, "pid": gone}}) == {}  # gone: unfinished points are lost
     assert local_jobs({"launcher": {"host": here + "-elsewhere", "pid": gone}}) is None  # cannot tell
     assert local_jobs({}) is None
+
+
+def test_the_progress_line_names_every_end_and_calls_failed_only_what_failed():
+    from hpml.launcher.status import FINISHED
+
+    ends = [PointState(i, state, None, f"5_{i}", []) for i, state in enumerate(FINISHED)]
+    assert progress_line("s", ends) == (f"[s] 1/{len(FINISHED)} done, 0 running, 0 pending, 1 failed, 1 interrupted, "
+                                        "1 cancelled, 1 timed out, 2 out of memory, 1 node failed, 1 lost")
+    interrupted = [PointState(0, "completed", None, "1", []), PointState(1, "interrupted", "SIGTERM", "2", [])]
+    assert progress_line("s", interrupted) == "[s] 1/2 done, 0 running, 0 pending, 0 failed, 1 interrupted"
 
 
 def test_the_progress_line_is_printed_only_when_it_changes(tmp_path):

@@ -250,7 +250,7 @@ def test_a_failing_workload_is_a_failed_slurm_job_with_its_reason(hpml, failing_
     assert sacct_state(bad_job) == "FAILED"
     status = hpml("status", str(sweep))
     rows = [line.split()[:2] for line in status.stdout.splitlines() if line[:1].isdigit()]
-    assert rows == [["0", "completed"], ["1", "failed"]], status.stdout  # (the progress line always says "failed")
+    assert rows == [["0", "completed"], ["1", "failed"]], status.stdout
     assert "test_batch: not a CIFAR-10 python pickle (UnpicklingError: " in status.stdout  # the cause, the file
 
 

@@ -241,17 +241,28 @@ def current_states(sweep_dir: Path) -> List[PointState]:
     return point_states(sweep_dir, backend_of_manifest(manifest).job_states(manifest), manifest)
 
 
+# The ends other than completed and failed, as the progress line names them (after "N failed", only when N > 0):
+# an interrupted or cancelled point did not fail, and a user who reads "4 failed" looks for an error that is not there
+OTHER_ENDS = {"interrupted": "interrupted", "cancelled": "cancelled", "timeout": "timed out", "oom": "out of memory",
+              "out_of_memory": "out of memory", "node_fail": "node failed", "lost": "lost"}
+
+
 def summary_counts(states: List[PointState]) -> Dict[str, int]:
+    """done, running, pending, failed (the state `failed` alone) and total, then each other end that occurred."""
     counts = Counter(s.state for s in states)
-    return {"done": counts["completed"], "running": counts["running"],
-            "failed": sum(counts[k] for k in FINISHED if k != "completed"),
-            "pending": counts["pending"] + counts["not_submitted"], "total": len(states)}
+    summary = {"done": counts["completed"], "running": counts["running"], "failed": counts["failed"],
+               "pending": counts["pending"] + counts["not_submitted"], "total": len(states)}
+    for state, name in OTHER_ENDS.items():
+        if counts[state]:
+            summary[name] = summary.get(name, 0) + counts[state]
+    return summary
 
 
 def progress_line(name: str, states: List[PointState]) -> str:
     c = summary_counts(states)
+    others = "".join(f", {c[end]} {end}" for end in dict.fromkeys(OTHER_ENDS.values()) if end in c)
     return (f"[{name}] {c['done']}/{c['total']} done, {c['running']} running, {c['pending']} pending, "
-            f"{c['failed']} failed")
+            f"{c['failed']} failed{others}")
 
 
 def status_table(states: List[PointState]) -> str:
