@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from hpml.conf.hardware.gpu_peaks import peaks_for_device
+from hpml.contract import model_answers
 from hpml.contract.step_efficiency import (
     COMM_BOUND_SHARE,
     DATA_BOUND_SHARE,
@@ -21,9 +22,14 @@ from hpml.contract.step_efficiency import (
     peak_dtype,
     step_bound,
 )
+from hpml.models.stats import training_flops
 from hpml.models.stats.counting import model_stats
 from hpml.models.stats.layers import meta_model
-from hpml.models.stats.training_flops import training_flops_per_sample, training_step_flops
+from hpml.models.stats.training_flops import (
+    counted_training_flops_per_sample,
+    training_flops_per_sample,
+    training_step_flops,
+)
 from hpml.workloads.train import efficiency as train_efficiency
 from hpml.workloads.train.efficiency import count_flops, device_peak, efficiency_record, merged_busy_us
 
@@ -63,7 +69,7 @@ def test_resnet18_trains_at_three_times_its_forward_less_the_first_convolutions_
     forward = model_stats("resnet18", (3, 32, 32), 1, num_classes=10, model=model)
     first_conv_macs = forward.rows[0].macs  # 32*32*64 outputs x 3*9 MACs
     assert first_conv_macs == 32 * 32 * 64 * 27
-    per_sample = training_flops_per_sample("resnet18", 10, True, (3, 32, 32))
+    per_sample = counted_training_flops_per_sample("resnet18", 10, True, (3, 32, 32))
     assert per_sample == 3 * 2 * forward.totals.macs - 2 * first_conv_macs == 3_328_997_376
 
 
@@ -74,9 +80,38 @@ def test_fashion_mnist_shapes_count_the_one_channel_model_the_workload_trains():
     forward = model_stats("resnet18", (1, 28, 28), 1, num_classes=10, model=model)
     first_conv_macs = forward.rows[0].macs
     assert first_conv_macs == 28 * 28 * 64 * 9  # 28*28*64 outputs x 1*9 MACs
-    per_sample = training_flops_per_sample("resnet18", 10, True, (1, 28, 28))
+    per_sample = counted_training_flops_per_sample("resnet18", 10, True, (1, 28, 28))
     assert per_sample == 3 * 2 * forward.totals.macs - 2 * first_conv_macs
     assert count_flops("resnet18", 10, True, (1, 28, 28))["error"] is None
+
+
+def test_a_count_is_kept_for_later_processes_and_read_back_instead_of_counted(tmp_path, monkeypatch):
+    """The worker's count is kept under hpml's cache folder (contract/model_answers.py): a later process reads it
+    (about 2 s of a small CPU less a ResNet-18 worker). A kept number is what is returned (here a planted one, which
+    no counting could give); a damaged file, or one that holds no count, is counted again and rewritten."""
+    monkeypatch.setenv("HPML_CACHE_DIR", str(tmp_path))
+    key = ("hpml_cnn", 10, False, (3, 32, 32))
+    training_flops_per_sample.cache_clear()
+    counted = training_flops_per_sample(*key)
+    assert counted == counted_training_flops_per_sample(*key) > 0
+    [kept] = (tmp_path / "training_flops").glob("*.json")
+    assert kept.read_text() == str(counted)
+    kept.write_text("123")
+    training_flops_per_sample.cache_clear()
+    assert training_flops_per_sample(*key) == 123  # read, not counted
+    for damage in ("{not json", "-5", "true", "1.5", '{"flops": 1}'):
+        kept.write_text(damage)
+        training_flops_per_sample.cache_clear()
+        assert training_flops_per_sample(*key) == counted and kept.read_text() == str(counted), damage
+    # another version of torch, torchvision or hpml's model code is another file
+    training_flops._code_version.cache_clear()
+    monkeypatch.setattr(model_answers.metadata, "version", lambda dist: "0.0-other")
+    training_flops_per_sample.cache_clear()
+    training_flops_per_sample(*key)
+    assert len(list((tmp_path / "training_flops").glob("*.json"))) == 2
+    monkeypatch.undo()
+    training_flops._code_version.cache_clear()
+    training_flops_per_sample.cache_clear()
 
 
 def test_a_model_the_counter_cannot_build_reads_na_with_the_reason():

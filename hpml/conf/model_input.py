@@ -7,9 +7,9 @@ ViT's fixed 224 ("Wrong image height"). A meta kernel that torch lacks (NotImple
 it is no problem here. Imports torch, and torch imports torch._dynamo for the meta kernels: about 3 s of a
 launch on a small CPU, for an answer that depends only on the model's code and the torch and torchvision versions.
 
-So the answer is kept on disk (`$HPML_CACHE_DIR`, else `$XDG_CACHE_HOME/hpml`, else `~/.cache/hpml`), keyed by the
-arguments, those versions and a hash of hpml's model code and of this module, and a later launch reads it without
-importing torch. Only a launch, dry run or resume that passed its preflight writes it (`save_meta_forwards`): a
+So the answer is kept on disk (contract/model_answers.py: under `$HPML_CACHE_DIR`, else `$XDG_CACHE_HOME/hpml`, else
+`~/.cache/hpml`), keyed by the arguments, those versions and a hash of hpml's model code and of this module, and a
+later launch reads it without importing torch. Only a launch, dry run or resume that passed its preflight writes it (`save_meta_forwards`): a
 refused launch writes nothing anywhere. A cache that cannot be read or written is no cache (the forward runs).
 """
 
@@ -17,16 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
-import os
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, Optional, Set, Tuple
 
 from hpml.conf.validation import named
-from hpml.contract.cache_dir import hpml_cache_dir
+from hpml.contract.model_answers import answer_path, model_code_version, read_answer, write_answer
 
 
 @dataclass(frozen=True)
@@ -52,9 +48,10 @@ def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool
                  channels: int = 3) -> MetaForward:
     """computed_meta_forward's answer, from the on-disk cache when an earlier launch kept it."""
     path = _cache_path((model, image_size, num_classes, cifar_stem, channels))
+    kept = read_answer(path)
     try:
-        return MetaForward(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):  # absent, unreadable or not ours: compute it
+        return MetaForward(**kept)
+    except TypeError:  # absent, unreadable or not ours: compute it
         pass
     answer = computed_meta_forward(model, image_size, num_classes, cifar_stem, channels)
     _UNSAVED[path] = answer
@@ -64,34 +61,19 @@ def meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool
 def save_meta_forwards() -> None:
     """Writes this process's computed answers into the cache (atomically: a reader sees a whole file or none)."""
     for path, answer in list(_UNSAVED.items()):
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(f".{path.name}.{os.getpid()}")
-            partial.write_text(json.dumps(dataclasses.asdict(answer)))
-            os.replace(partial, path)
-        except OSError:  # a read-only or full home: the next launch computes it again
-            continue
-        del _UNSAVED[path]
+        if write_answer(path, dataclasses.asdict(answer)):  # else a read-only or full home: computed again next time
+            del _UNSAVED[path]
 
 
 @functools.lru_cache(maxsize=None)
 def _code_version() -> str:
     """What a meta forward's answer depends on beside its arguments: torch's and torchvision's versions, and the
     source of hpml's models and of this module."""
-    digest = hashlib.sha256()
-    for dist in ("torch", "torchvision"):
-        try:
-            digest.update(f"{dist}={metadata.version(dist)};".encode())
-        except metadata.PackageNotFoundError:
-            digest.update(f"{dist}=none;".encode())
-    for source in [Path(__file__), *sorted((Path(__file__).parents[1] / "models").rglob("*.py"))]:
-        digest.update(source.read_bytes())
-    return digest.hexdigest()[:20]
+    return model_code_version(Path(__file__))
 
 
 def _cache_path(arguments: Tuple[Any, ...]) -> Path:
-    key = hashlib.sha256(json.dumps([*arguments, _code_version()]).encode()).hexdigest()[:32]
-    return hpml_cache_dir() / "meta_forward" / f"{key}.json"
+    return answer_path("meta_forward", arguments, _code_version())
 
 
 def computed_meta_forward(model: str, image_size: int, num_classes: int, cifar_stem: bool = False,
