@@ -15,16 +15,13 @@ import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-import torch
-
 from hpml.contract.cli_args import OneLineParser, folder_argument
 from hpml.contract.files import one_line
 from hpml.contract.folders import output_folder_error
-from hpml.evaluation.accuracy import batch_size, evaluation_device, score
-from hpml.evaluation.images import ImageFolderError, check_names, class_folders, dataset
-from hpml.evaluation.report import Evaluated, sections
-from hpml.models.saved import SavedModelError, find_saved_models, load_saved, rebuild
-from hpml.report_kit.sections import report_markdown, write_sections
+
+# torch and what imports it (the models, the scoring, the image folder) are imported by `evaluate`, after the
+# arguments and the output folder were checked: a refusal is one line in a fraction of a second, not after the
+# seconds of importing torch (issue 41)
 
 REPORT_MD = "evaluate.md"
 
@@ -46,7 +43,26 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def evaluate(sweep_dir: Path, images: Path) -> Tuple[str, list]:
-    """(Markdown, sections). Raises EvaluateError or ImageFolderError for input that cannot be evaluated."""
+    """(Markdown, sections). Raises EvaluateError for input that cannot be evaluated (an image folder that cannot be
+    scored too: evaluation.images says which)."""
+    from hpml.evaluation.images import ImageFolderError
+
+    try:
+        return scored(sweep_dir, images)
+    except ImageFolderError as error:
+        raise EvaluateError(str(error)) from error
+
+
+def scored(sweep_dir: Path, images: Path) -> Tuple[str, list]:
+    """evaluate's work: every saved model scored; ImageFolderError for an image folder that cannot be scored."""
+    import torch
+
+    from hpml.evaluation.accuracy import batch_size, evaluation_device, score
+    from hpml.evaluation.images import ImageFolderError, check_names, class_folders, dataset
+    from hpml.evaluation.report import Evaluated, sections
+    from hpml.models.saved import SavedModelError, find_saved_models, load_saved, rebuild
+    from hpml.report_kit.sections import report_markdown
+
     if not sweep_dir.is_dir():
         raise EvaluateError(f"{sweep_dir} is not a directory; give a sweep directory (or a folder of sweeps)")
     paths = find_saved_models(sweep_dir)
@@ -94,9 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         markdown, parts = evaluate(args.sweep_dir, args.images)
-    except (EvaluateError, ImageFolderError) as error:
+    except EvaluateError as error:
         print(f"hpml: error: {error}", file=sys.stderr)
         return 2
+    from hpml.report_kit.sections import write_sections
+
     print(markdown, end="")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / REPORT_MD).write_text(markdown)
