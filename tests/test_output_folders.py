@@ -129,16 +129,22 @@ def test_a_report_folder_that_cannot_be_read_says_so_not_that_it_holds_no_result
         shutil.rmtree(base)
 
 
-def test_evaluates_refusals_of_its_arguments_import_no_torch(tmp_path):
-    """The output folder and the arguments are checked before evaluate imports torch (about 6 CPU-s of a small
-    machine): a fresh process, refused, has imported neither torch nor torchvision."""
+@pytest.mark.parametrize("verb, args", [
+    ("evaluate", ["SWEEP", "--images", "TMP", "--out", "TMP/a_file/report"]),
+    ("evaluate", ["SWEEP", "--images", ""]),
+    ("model-stats", ["resnet18", "--out", "TMP/a_file/r18.md"]),
+    ("model-stats", ["resnet18", "--figure", "TMP/a_file/r18.png"]),
+], ids=["evaluate-out", "evaluate-images", "model-stats-out", "model-stats-figure"])
+def test_refusals_of_the_arguments_import_no_torch(tmp_path, verb, args):
+    """The output paths and the arguments are checked before evaluate or model-stats imports torch (3.5-6 CPU-s of
+    a small machine): a fresh process, refused in one line, has imported neither torch nor torchvision."""
     (tmp_path / "a_file").write_text("x")
     (tmp_path / "sweep").mkdir()
+    args = [arg.replace("SWEEP", str(tmp_path / "sweep")).replace("TMP", str(tmp_path)) for arg in args]
     code = ("import sys\nfrom hpml.launcher.cli import main\ntry:\n    code = main(sys.argv[1:])\n"
             "except SystemExit as done:\n    code = done.code\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision'))[:3])\nsys.exit(code)")
-    for args in (["--images", str(tmp_path), "--out", str(tmp_path / "a_file" / "report")], ["--images", ""]):
-        done = subprocess.run([sys.executable, "-c", code, "evaluate", str(tmp_path / "sweep"), *args],
-                              capture_output=True, text=True, timeout=120)
-        assert done.returncode == 2 and done.stdout.strip() == "[]", done.stdout + done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = subprocess.run([sys.executable, "-c", code, verb, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert (tmp_path / "a_file").read_text() == "x"

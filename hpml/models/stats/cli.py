@@ -147,12 +147,12 @@ def check_arguments(argv: Sequence[str]) -> None:
 
 def report(args: argparse.Namespace) -> Tuple[str, list, object]:
     """(heading, sections, stats or None), after every check; nothing written yet."""
-    from hpml.models.stats import tables
-
     check_output("--out", args.out)
     check_output("--figure", args.figure, ".png")
     if args.out is not None and args.figure is not None and args.out.resolve() == args.figure.resolve():
         raise ModelStatsError(f"--out and --figure are the same file ({args.out}): give two names")
+    from hpml.models.stats import tables  # imports torch: after the checks that need none (issue 41)
+
     if args.inception:
         given = [option for option, value in (("MODEL", args.model), ("--batch", args.batch), ("--dtype", args.dtype),
                                               ("--classes", args.classes), ("--figure", args.figure),
