@@ -58,8 +58,8 @@ def training_flops_per_sample(name: str, num_classes: int, cifar_stem: bool, inp
 
 def counted_training_flops_per_sample(name: str, num_classes: int, cifar_stem: bool,
                                       input_shape: Tuple[int, ...]) -> int:
-    """training_flops_per_sample, counted (about 2 s of a small CPU for ResNet-18: the model built on the meta
-    device, FlopCounterMode's dispatch over forward and backward)."""
+    """training_flops_per_sample, counted: the model built on the meta device, FlopCounterMode over its forward and
+    backward (what that costs a worker: docs/decisions.md)."""
     from hpml.models.stats.layers import meta_model
 
     # the model as the workload built it: its first layer takes the data's channels (1 for Fashion-MNIST)
