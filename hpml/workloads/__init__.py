@@ -4,3 +4,7 @@ One package per workload (workloads/<name>/: its __main__ and the helpers only i
 shares lives in workloads.common. Workloads never import the launcher, Hydra, OmegaConf or the analysis; they
 may import conf/ (their own schema) and contract/ (what result.json's writer and readers agree on).
 """
+
+from hpml.workloads.startup import pause_if_worker_start
+
+pause_if_worker_start()  # before a worker imports torch (startup.py says why)

@@ -24,6 +24,7 @@ import torch.distributed as dist
 from hpml.conf.workload_contract import WorkloadConfig
 from hpml.contract.jsonio import utc_now
 from hpml.contract.result_format import reason_line
+from hpml.workloads import startup
 from hpml.workloads.common.distributed import DistContext, all_gather_objects, host_identity, init_distributed
 from hpml.workloads.common.environment import describe_environment
 from hpml.workloads.common.point_config import parse_worker_args, read_point_config
@@ -89,6 +90,7 @@ class Worker:
         """
         status, reason = "ok", None
         body: Dict[str, Dict[str, Any]] = {"measurements": {}, "derived": {}}
+        startup.resume()  # the collector on for the measured work (hpml/workloads/startup.py)
         try:
             yield body
         # BaseException: a KeyboardInterrupt (Ctrl-C, SIGINT) or SystemExit inside the block is a failure too;

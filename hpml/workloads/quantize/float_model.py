@@ -19,6 +19,7 @@ from torch import nn
 from hpml.conf.workload.quantize import QuantizeConfig
 from hpml.contract.idx_data import IDX_DATASETS
 from hpml.models.hw5_cnn import HW5CNN
+from hpml.workloads import startup
 from hpml.workloads.common.idx_images import normalization
 from hpml.workloads.common.timing import wall_s
 from hpml.workloads.quantize.data import Split, idx_padding
@@ -48,7 +49,9 @@ def parameter_count(model: nn.Module) -> int:
 
 def train(model: nn.Module, split: Split, cfg: QuantizeConfig, seed: int) -> Dict[str, List[float]]:
     """Trains in place; returns the per-epoch mean training loss and wall-clock seconds."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    with startup.collector_paused():  # the optimizer's first param group imports torch._dynamo (startup.py)
+        optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
+                                    weight_decay=cfg.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
     order_gen = torch.Generator().manual_seed(seed)
     losses, seconds = [], []

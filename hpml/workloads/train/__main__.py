@@ -31,6 +31,7 @@ from hpml.conf.workload.train import Dataset, TrainConfig
 from hpml.conf.workload.train_choices import CompileMode, DataPlacement
 from hpml.contract.result_format import WARMUP_EPOCHS
 from hpml.contract.sweep_layout import CHECKPOINT_FILE
+from hpml.workloads import startup
 from hpml.workloads.common.checkpoint import EpochCheckpoint
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
@@ -58,26 +59,28 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
     if cfg.max_batch_probe:
         extras.batch_probe = probe_batches(cfg, ctx)
     placement = placement_used(cfg, kind)
-    loader, held_out = training_data(cfg, seed, ctx, kind, placement)
-    model = build_model(cfg, ctx.device)
-    extras.gradient_bytes = gradient_bytes(model)
-    side = ddp_stream(ctx.device) if cfg.cuda_graphs else None
-    with torch.cuda.stream(side):  # None: the current stream (a no-op context)
-        model = parallel.wrap_model(model, cfg, ctx)
-    if side is not None:
-        torch.cuda.current_stream(ctx.device).wait_stream(side)  # DDP's broadcast of rank 0's weights
-    step_model = compiled(model, cfg)
-    global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
-    extras.steps_per_epoch = len(loader)
-    extras.lr_target = target_lr(cfg.lr, cfg.lr_scaling, global_batch, cfg.lr_base_batch)
-    lr_of_step = lr_schedule.schedule(cfg, len(loader), extras.lr_target)
-    if cfg.cuda_graphs:  # the whole step in one CUDA graph (graphed_step.py; the config allowed it)
-        optimizer = graph_optimizer(model, lr_of_step(0), cfg.momentum, cfg.weight_decay)
-        stepper = GraphedStepper(step_model, optimizer, cfg, ctx, lr_of_step, side)
-    else:
-        optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
-                                    weight_decay=cfg.weight_decay)
-        stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
+    # the DDP wrapper and the optimizer import torch._dynamo: set up without the cyclic collector (startup.py)
+    with startup.collector_paused():
+        loader, held_out = training_data(cfg, seed, ctx, kind, placement)
+        model = build_model(cfg, ctx.device)
+        extras.gradient_bytes = gradient_bytes(model)
+        side = ddp_stream(ctx.device) if cfg.cuda_graphs else None
+        with torch.cuda.stream(side):  # None: the current stream (a no-op context)
+            model = parallel.wrap_model(model, cfg, ctx)
+        if side is not None:
+            torch.cuda.current_stream(ctx.device).wait_stream(side)  # DDP's broadcast of rank 0's weights
+        step_model = compiled(model, cfg)
+        global_batch = per_worker_batch(cfg, ctx.world_size) * ctx.world_size
+        extras.steps_per_epoch = len(loader)
+        extras.lr_target = target_lr(cfg.lr, cfg.lr_scaling, global_batch, cfg.lr_base_batch)
+        lr_of_step = lr_schedule.schedule(cfg, len(loader), extras.lr_target)
+        if cfg.cuda_graphs:  # the whole step in one CUDA graph (graphed_step.py; the config allowed it)
+            optimizer = graph_optimizer(model, lr_of_step(0), cfg.momentum, cfg.weight_decay)
+            stepper = GraphedStepper(step_model, optimizer, cfg, ctx, lr_of_step, side)
+        else:
+            optimizer = torch.optim.SGD(model.parameters(), lr=lr_of_step(0), momentum=cfg.momentum,
+                                        weight_decay=cfg.weight_decay)
+            stepper = Stepper(step_model, optimizer, cfg, ctx, lr_of_step)
     log, clock = EpochLog(), PhaseClock(ctx.device, data_on_device=placement == DataPlacement.device)
     checkpoint = EpochCheckpoint(point_dir / CHECKPOINT_FILE) if cfg.checkpoint else None
     first_epoch = checkpoint.restore(model, optimizer, log, ctx.device, set_aside=ctx.is_main) if checkpoint else 0

@@ -1,0 +1,63 @@
+"""A worker's start without Python's cyclic garbage collector.
+
+Importing torch (and torch._dynamo, which DDP's constructor and the optimizer's first param group import) makes
+hundreds of thousands of long-lived objects; each time the collector's thresholds trip during those imports it
+walks them all, looking for cycles that a module import does not make. A worker therefore starts with the
+collector paused and turns it back on, after freezing what it has by then (`gc.freeze`: the imported modules
+and the built model leave the collector's generations, so a later collection in the measured loop does not walk
+them either), when its measured work begins (`Worker.reporting`). A workload whose setup inside that block
+imports more (train, synthetic: the DDP wrapper and the optimizer) pauses it again around that setup
+(`collector_paused`). What it costs and saves: docs/decisions.md ("a worker starts without the cyclic GC").
+
+Only a process started as `python -m hpml.workloads.<name>` (torchrun's command for a worker) pauses at import:
+any other program that imports hpml.workloads keeps its collector as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+from typing import Iterator, Sequence
+
+WORKER_MODULES = "hpml.workloads."
+_paused_at_start = False
+
+
+def started_as_worker(orig_argv: Sequence[str], argv0: str) -> bool:
+    """True while the interpreter is locating the module of `python [...] -m hpml.workloads.<name>`: Python sets
+    sys.argv[0] to "-m" until it runs that module, and sys.orig_argv keeps the command line it was given."""
+    if argv0 != "-m" or "-m" not in orig_argv[:-1]:
+        return False
+    return orig_argv[orig_argv.index("-m") + 1].startswith(WORKER_MODULES)
+
+
+def pause_if_worker_start() -> None:
+    """Called by hpml/workloads/__init__.py, before a worker's __main__ imports torch."""
+    global _paused_at_start
+    if not _paused_at_start and gc.isenabled() and started_as_worker(sys.orig_argv, sys.argv[0]):
+        gc.disable()
+        _paused_at_start = True
+
+
+def resume() -> None:
+    """The collector back on where pause_if_worker_start paused it; everything alive now is frozen first."""
+    global _paused_at_start
+    if _paused_at_start:
+        _paused_at_start = False
+        gc.freeze()
+        gc.enable()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The block runs without the cyclic collector (a setup that imports or builds much); on its way out, what is
+    alive is frozen and the collector is as it was before."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.freeze()
+            gc.enable()
