@@ -6,8 +6,10 @@ walks them all, looking for cycles that a module import does not make. A worker 
 collector paused and turns it back on, after freezing what it has by then (`gc.freeze`: the imported modules
 and the built model leave the collector's generations, so a later collection in the measured loop does not walk
 them either), when its measured work begins (`Worker.reporting`). A workload whose setup inside that block
-imports more (train, synthetic: the DDP wrapper and the optimizer) pauses it again around that setup
-(`collector_paused`). What it costs and saves: docs/decisions.md ("a worker starts without the cyclic GC").
+imports more (train, synthetic, quantize: the DDP wrapper and the optimizer) pauses it again around that setup
+(`collector_paused`), without freezing: a setup may run more than once (synthetic builds a model a method and a
+round), and a frozen model that later becomes cyclic garbage would never be freed. What it costs and saves:
+docs/decisions.md ("a worker starts without the cyclic GC").
 
 Only a process started as `python -m hpml.workloads.<name>` (torchrun's command for a worker) pauses at import:
 any other program that imports hpml.workloads keeps its collector as it was.
@@ -51,13 +53,12 @@ def resume() -> None:
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """The block runs without the cyclic collector (a setup that imports or builds much); on its way out, what is
-    alive is frozen and the collector is as it was before."""
+    """The block runs without the cyclic collector (a setup that imports or builds much); on its way out the
+    collector is as it was before. Nothing is frozen: what the block built may become garbage later."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
-            gc.freeze()
             gc.enable()
