@@ -3,9 +3,9 @@
 Importing torch (and torch._dynamo, which DDP's constructor and the optimizer's first param group import) makes
 hundreds of thousands of long-lived objects; each time the collector's thresholds trip during those imports it
 walks them all, looking for cycles that a module import does not make. A worker therefore starts with the
-collector paused and turns it back on, after freezing what it has by then (`gc.freeze`: the imported modules
-and the built model leave the collector's generations, so a later collection in the measured loop does not walk
-them either), when its measured work begins (`Worker.reporting`). A workload whose setup inside that block
+collector paused and turns it back on, after freezing what it has by then (`gc.freeze`: the imported modules,
+the config and the process group leave the collector's generations, so a later collection in the measured loop
+does not walk them either), when its measured work begins (`Worker.reporting`). A workload whose setup inside that block
 imports more (train, synthetic, quantize: the DDP wrapper and the optimizer) pauses it again around that setup
 (`collector_paused`), without freezing: a setup may run more than once (synthetic builds a model a method and a
 round), and a frozen model that later becomes cyclic garbage would never be freed. What it costs and saves:
