@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from hpml.contract.collector import cycle_collection_paused
 from hpml.workloads import startup
 from hpml.workloads.common.worker import start_worker
 from tests.test_worker import argv, point  # noqa: F401  (the one-process gloo point fixture)
@@ -72,10 +73,10 @@ def test_the_measured_work_runs_with_the_collector_on_and_the_start_frozen(point
 def test_a_paused_setup_restores_the_collector_as_it_was(enabled_before, collector_restored):
     (gc.enable if enabled_before else gc.disable)()
     frozen_before = gc.get_freeze_count()
-    with startup.collector_paused():
+    with cycle_collection_paused():
         assert not gc.isenabled()
     assert gc.isenabled() is enabled_before
     assert gc.get_freeze_count() == frozen_before  # what a setup built stays collectable
-    with pytest.raises(ValueError), startup.collector_paused():
+    with pytest.raises(ValueError), cycle_collection_paused():
         raise ValueError("a setup that fails")
     assert gc.isenabled() is enabled_before

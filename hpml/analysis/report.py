@@ -27,12 +27,12 @@ from hpml.analysis.results import (
     LoadedResults,
     Problem,
     WorkloadResults,
-    cycle_collection_paused,
     load_results,
     where,
 )
 from hpml.analysis.write_aside import write_sections_aside
 from hpml.contract.cli_args import OneLineParser, folder_argument
+from hpml.contract.collector import cycle_collection_paused
 from hpml.contract.folders import output_folder_error
 from hpml.report_kit.sections import Section, cap_figures, report_markdown
 

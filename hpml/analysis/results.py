@@ -16,8 +16,6 @@ to build rows from the ok ones that turns unreadable measurements into a line, n
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 import orjson
 
 from hpml.analysis.inventory import Inventory, path_order, take_inventory
+from hpml.contract.collector import cycle_collection_paused
 from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT, DamagedFile, load_json
 from hpml.contract.result_schema import ResultCheck, validate_result
 from hpml.contract.sweep_layout import POINTS_DIR, RESULT_FILE, STATE_FILE, point_dir
@@ -168,20 +167,6 @@ def unread_points(inventory: Inventory, problems: List[Problem]) -> List[str]:
     return extra
 
 
-@contextlib.contextmanager
-def cycle_collection_paused():
-    """Decoded JSON holds no reference cycles, yet every few hundred new containers Python's cyclic collector
-    walks all the documents read so far: over 10,000 results that was 1.2 s of a 2.3 s load
-    (docs/results/report-speed.md). Reference counting still frees everything as usual."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load_results(root: str | Path, checks: Optional[Mapping[str, ResultCheck]] = None) -> LoadedResults:
     """Every result.json under root, recursively, and every point a sweep under root knows (its manifest, its
     points/ folder) that has none: nothing a sweep holds is left out without a line saying why.
@@ -192,6 +177,8 @@ def load_results(root: str | Path, checks: Optional[Mapping[str, ResultCheck]] =
     missing: List[Problem] = []
     paths = sorted(inventory.results + unread_points(inventory, missing), key=path_order)
     loaded.files_found = len(paths)
+    # decoded JSON makes no reference cycles; the collector's passes cost 1.2 s of a 2.3 s load of 10,000 results
+    # (docs/results/report-speed.md)
     with cycle_collection_paused():
         for row, problems in (parse_result(path, checks) for path in paths):
             if row is not None:

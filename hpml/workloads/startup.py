@@ -7,7 +7,7 @@ collector paused and turns it back on, after freezing what it has by then (`gc.f
 the config and the process group leave the collector's generations, so a later collection in the measured loop
 does not walk them either), when its measured work begins (`Worker.reporting`). A workload whose setup inside that block
 imports more (train, synthetic, quantize: the DDP wrapper and the optimizer) pauses it again around that setup
-(`collector_paused`), without freezing: a setup may run more than once (synthetic builds a model a method and a
+(`contract.collector.cycle_collection_paused`, the analysis' pause too), without freezing: a setup may run more than once (synthetic builds a model a method and a
 round), and a frozen model that later becomes cyclic garbage would never be freed. What it costs and saves:
 docs/decisions.md ("a worker starts without the cyclic GC").
 
@@ -17,10 +17,9 @@ any other program that imports hpml.workloads keeps its collector as it was.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import sys
-from typing import Iterator, Sequence
+from typing import Sequence
 
 WORKER_MODULES = "hpml.workloads."
 _paused_at_start = False
@@ -50,15 +49,3 @@ def resume() -> None:
         gc.freeze()
         gc.enable()
 
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The block runs without the cyclic collector (a setup that imports or builds much); on its way out the
-    collector is as it was before. Nothing is frozen: what the block built may become garbage later."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from hpml.conf.workload.quantize import QuantizeConfig
+from hpml.contract.collector import cycle_collection_paused
 from hpml.contract.idx_data import IDX_DATASETS
 from hpml.models.hw5_cnn import HW5CNN
-from hpml.workloads import startup
 from hpml.workloads.common.idx_images import normalization
 from hpml.workloads.common.timing import wall_s
 from hpml.workloads.quantize.data import Split, idx_padding
@@ -49,7 +49,7 @@ def parameter_count(model: nn.Module) -> int:
 
 def train(model: nn.Module, split: Split, cfg: QuantizeConfig, seed: int) -> Dict[str, List[float]]:
     """Trains in place; returns the per-epoch mean training loss and wall-clock seconds."""
-    with startup.collector_paused():  # the optimizer's first param group imports torch._dynamo (startup.py)
+    with cycle_collection_paused():  # the optimizer's first param group imports torch._dynamo (startup.py)
         optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
                                     weight_decay=cfg.weight_decay)
     loss_fn = nn.CrossEntropyLoss()

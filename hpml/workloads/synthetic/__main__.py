@@ -49,7 +49,7 @@ import torchvision
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from hpml.conf.workload.synthetic import GradientSync, NcclAlgo, SyntheticConfig
-from hpml.workloads import startup
+from hpml.contract.collector import cycle_collection_paused
 from hpml.workloads.common.distributed import DistContext, all_gather_objects
 from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
 from hpml.workloads.common.worker import start_worker
@@ -76,7 +76,7 @@ def benchmark(cfg: SyntheticConfig, ctx: DistContext, seed: int, telemetry: Tele
     def build_step(method: GradientSync):
         torch.manual_seed(seed)  # the same initial model on every rank (rank 0's is broadcast anyway), per method
         # the DDP wrapper and the optimizer import torch._dynamo: built without the cyclic collector (startup.py)
-        with startup.collector_paused():
+        with cycle_collection_paused():
             model = torchvision.models.get_model(cfg.model, num_classes=cfg.num_classes).to(ctx.device)
             module, optimizer, accumulate_only = with_gradient_sync(model, cfg, ctx, method)
         step = make_step(module, optimizer, accumulate_only, images, labels, cfg.backward_passes_per_step)

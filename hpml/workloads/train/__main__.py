@@ -29,9 +29,9 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from hpml.conf.workload.train import Dataset, TrainConfig
 from hpml.conf.workload.train_choices import CompileMode, DataPlacement
+from hpml.contract.collector import cycle_collection_paused
 from hpml.contract.result_format import WARMUP_EPOCHS
 from hpml.contract.sweep_layout import CHECKPOINT_FILE
-from hpml.workloads import startup
 from hpml.workloads.common.checkpoint import EpochCheckpoint
 from hpml.workloads.common.distributed import DistContext
 from hpml.workloads.common.telemetry import NO_TELEMETRY, Telemetry
@@ -60,7 +60,7 @@ def train(cfg: TrainConfig, seed: int, ctx: DistContext, point_dir: Path, kind: 
         extras.batch_probe = probe_batches(cfg, ctx)
     placement = placement_used(cfg, kind)
     # the DDP wrapper and the optimizer import torch._dynamo: set up without the cyclic collector (startup.py)
-    with startup.collector_paused():
+    with cycle_collection_paused():
         loader, held_out = training_data(cfg, seed, ctx, kind, placement)
         model = build_model(cfg, ctx.device)
         extras.gradient_bytes = gradient_bytes(model)
