@@ -49,15 +49,21 @@ def processes_of(sweep: Path) -> List[int]:
 
 
 def worker_pids(sweep: Path) -> List[int]:
-    pids = []
-    for pid in processes_of(sweep):
+    """The sweep's workers: torchrun forks them (hpml/workloads/fork_entry.py), so each is a process with torchrun's
+    command line whose parent has it too (the agent's parent is the point job)."""
+    def torchrun(pid: int) -> bool:
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            return b"torch.distributed.run" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
-            continue
-        if b"hpml.workloads.train" in cmd and b"torch.distributed.run" not in cmd:
-            pids.append(pid)
-    return pids
+            return False
+
+    def parent(pid: int) -> int:
+        try:  # /proc/<pid>/stat: "pid (comm) state ppid ...", comm may hold spaces
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    return [pid for pid in processes_of(sweep) if torchrun(pid) and torchrun(parent(pid))]
 
 
 def digest(path: Path) -> tuple:

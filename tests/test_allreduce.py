@@ -121,7 +121,8 @@ UNRECORDED_ENV = {"HPML_TEST_TOKEN": "secret"}  # anything else off the allow-li
 
 
 def run_torchrun(config: Path, workers: int):
-    """hpml.workloads.allreduce as a job runs it: torchrun on this node; returns (result.json, stdout)."""
+    """hpml.workloads.allreduce under torchrun as a user types it (`-m`: a new interpreter a worker; hpml's jobs fork
+    them instead, launcher/torchrun.py); returns (result.json, stdout)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
                "-m", "hpml.workloads.allreduce", "--config", str(config)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,

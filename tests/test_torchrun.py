@@ -13,13 +13,15 @@ import pytest
 from hpml.conf.schema import config_from_dict
 from hpml.launcher.jobspec import jobspec_of
 from hpml.launcher.torchrun import Rendezvous, die_with_parent, node_addr_of, rendezvous_port, torchrun_command
+from tests.conftest import REPO
 
 
 def test_single_node_uses_a_standalone_rendezvous(compose_values):
     config = config_from_dict(compose_values(["resources.workers_per_node=2"]))
     cmd = torchrun_command(jobspec_of(config, 3, "/s/points/3", []), None, python="python")
     assert cmd == ["python", "-P", "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
-                   "--max_restarts", "0", "--standalone", "-m", "hpml.workloads.train",
+                   "--max_restarts", "0", "--standalone", "--start-method", "fork", "--run-path",
+                   str(REPO / "hpml" / "workloads" / "fork_entry.py"), "hpml.workloads.train",
                    "--config", "/s/points/3/config.yaml"]
 
 

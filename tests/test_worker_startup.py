@@ -18,7 +18,7 @@ ASK = 'import gc, sys; print("collector", gc.isenabled(), "torch", "torch" in sy
 
 
 @pytest.mark.parametrize("orig_argv, argv0, expected", [
-    (["python", "-u", "-m", "hpml.workloads.train", "--config", "c.yaml"], "-m", True),  # torchrun's command
+    (["python", "-u", "-m", "hpml.workloads.train", "--config", "c.yaml"], "-m", True),  # a plain torchrun's
     (["python", "-m", "hpml.workloads.allreduce"], "-m", True),
     (["python", "-m", "hpml.workloads.train"], "/x/hpml/workloads/train/__main__.py", False),  # module already running
     (["python", "-m", "hpml.launcher.cli", "launch"], "-m", False),  # another module run as -m

@@ -11,10 +11,15 @@ import socket
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, List, Mapping, Optional, Sequence
 
 from hpml.launcher.child_python import python_argv
 from hpml.launcher.jobspec import JobSpec
+
+# torchrun's --run-path takes a file, not a module; found beside this package, not imported (the launcher never
+# imports a workload)
+FORK_ENTRY = Path(__file__).resolve().parent.parent / "workloads" / "fork_entry.py"
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,10 @@ def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: st
     else:
         cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{rendezvous.host}:{rendezvous.port}",
                 "--rdzv_id", rendezvous.run_id]
-    return cmd + ["-m", f"hpml.workloads.{spec.workload}", "--config", spec.config_path]
+    # the workers are forked from torchrun's agent, which has imported torch already, instead of started as new
+    # interpreters that import it again (hpml/workloads/fork_entry.py)
+    return cmd + ["--start-method", "fork", "--run-path", str(FORK_ENTRY), f"hpml.workloads.{spec.workload}",
+                  "--config", spec.config_path]
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

@@ -1,4 +1,5 @@
-"""Instrumented workloads started by torchrun as `python -m hpml.workloads.<name> --config <point>/config.yaml`.
+"""Instrumented workloads: hpml's torchrun forks them from its agent (fork_entry.py); by hand, or under a plain
+torchrun, `python -m hpml.workloads.<name> --config <point>/config.yaml` runs the same worker.
 
 One package per workload (workloads/<name>/: its __main__ and the helpers only it uses); what every workload
 shares lives in workloads.common. Workloads never import the launcher, Hydra, OmegaConf or the analysis; they

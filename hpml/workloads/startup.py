@@ -11,8 +11,9 @@ imports more (train, synthetic, quantize: the DDP wrapper and the optimizer) pau
 round), and a frozen model that later becomes cyclic garbage would never be freed. What it costs and saves:
 docs/decisions.md ("a worker starts without the cyclic GC").
 
-Only a process started as `python -m hpml.workloads.<name>` (torchrun's command for a worker) pauses at import:
-any other program that imports hpml.workloads keeps its collector as it was.
+Only a worker pauses at its start: one that torchrun forked (fork_entry.py, hpml's launch) or one started as
+`python -m hpml.workloads.<name>` (by hand, or by torchrun without hpml). Any other program that imports
+hpml.workloads keeps its collector as it was.
 """
 
 from __future__ import annotations
@@ -33,12 +34,18 @@ def started_as_worker(orig_argv: Sequence[str], argv0: str) -> bool:
     return orig_argv[orig_argv.index("-m") + 1].startswith(WORKER_MODULES)
 
 
-def pause_if_worker_start() -> None:
-    """Called by hpml/workloads/__init__.py, before a worker's __main__ imports torch."""
+def pause_at_start() -> None:
+    """The collector off until `resume`, unless it is off already (then it stays as its owner left it)."""
     global _paused_at_start
-    if not _paused_at_start and gc.isenabled() and started_as_worker(sys.orig_argv, sys.argv[0]):
+    if not _paused_at_start and gc.isenabled():
         gc.disable()
         _paused_at_start = True
+
+
+def pause_if_worker_start() -> None:
+    """Called by hpml/workloads/__init__.py, before a worker's __main__ imports torch."""
+    if started_as_worker(sys.orig_argv, sys.argv[0]):
+        pause_at_start()
 
 
 def resume() -> None:

@@ -1,0 +1,23 @@
+"""Run by tests/test_fork_entry.py as a worker torchrun forked through hpml/workloads/fork_entry.py: prints, as one
+JSON line, what the worker found when its module began to run."""
+
+import gc
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+torch_before = "torch" in sys.modules  # read before this module imports anything that could import torch
+parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().split(b"\0")
+print(json.dumps({
+    "torch_imported_before_the_module": torch_before,
+    "parent_is_torchrun": b"torch.distributed.run" in parent,
+    "collector_enabled": gc.isenabled(),
+    "signals": {name: str(signal.getsignal(getattr(signal, name))) for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGINT",
+                                                                                "SIGUSR2")},
+    "stdout_line_buffered": sys.stdout.line_buffering,
+    "main": sys.modules["__main__"].__spec__.name,
+    "argv": sys.argv[1:],
+    "rank": os.environ.get("RANK"),
+}))
