@@ -21,3 +21,7 @@ print(json.dumps({
     "argv": sys.argv[1:],
     "rank": os.environ.get("RANK"),
 }))
+if os.environ.get("FORKED_WORKER_USES_CUDA"):  # the GPU test: a CUDA tensor in the forked worker
+    import torch
+
+    print(json.dumps({"cuda_tensor_on": str(torch.ones(1, device="cuda").add(1).device)}))

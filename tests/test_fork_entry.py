@@ -9,20 +9,30 @@ import signal
 import subprocess
 import sys
 
+import pytest
+import torch
+
 from hpml.launcher.torchrun import FORK_ENTRY
 from tests.conftest import REPO
 
 
-def test_a_forked_worker_has_torch_already_and_a_fresh_interpreters_signals_and_output():
-    # the tail of hpml's torchrun command (torchrun_command), on a module of the tests; SIGUSR2 ignored as the point
-    # job leaves it for torchrun and its workers (die_with_parent)
+def forked_report(**env: str) -> subprocess.CompletedProcess:
+    """tests/forked_worker_report.py as hpml's torchrun runs a worker (torchrun_command's fork tail); SIGUSR2
+    ignored as the point job leaves it for torchrun and its workers (die_with_parent)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
                "--start-method", "fork", "--run-path", str(FORK_ENTRY), "tests.forked_worker_report", "--config", "c"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)},
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env},
                           preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
+
+
+def reports(done: subprocess.CompletedProcess) -> list:
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_a_forked_worker_has_torch_already_and_a_fresh_interpreters_signals_and_output():
+    report = reports(forked_report())[0]
     assert report["torch_imported_before_the_module"] and report["parent_is_torchrun"]
     assert report["main"] == "tests.forked_worker_report" and report["argv"] == ["--config", "c"]
     assert report["rank"] == "0"
@@ -33,3 +43,18 @@ def test_a_forked_worker_has_torch_already_and_a_fresh_interpreters_signals_and_
     assert report["stdout_line_buffered"]  # as `python -u`: a line reaches the log when it is printed
     assert not report["collector_enabled"]  # paused at the start, as a `-m` worker's (workloads/startup.py)
 
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_a_gpu_the_forked_worker_uses_cuda_because_the_agent_checked_through_nvml():
+    # what the point job sets with the fork: torch's device check in the agent goes through NVML
+    uses = reports(forked_report(FORKED_WORKER_USES_CUDA="1", PYTORCH_NVML_BASED_CUDA_CHECK="1"))
+    assert uses[1] == {"cuda_tensor_on": "cuda:0"}
+    # without it the agent initializes CUDA before the fork, and the worker's first CUDA call fails
+    env = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "environ", env)
+        poisoned = forked_report(FORKED_WORKER_USES_CUDA="1")
+    assert poisoned.returncode != 0
+    assert "Cannot re-initialize CUDA in forked subprocess" in poisoned.stderr

@@ -12,7 +12,15 @@ import pytest
 
 from hpml.conf.schema import config_from_dict
 from hpml.launcher.jobspec import jobspec_of
-from hpml.launcher.torchrun import Rendezvous, die_with_parent, node_addr_of, rendezvous_port, torchrun_command
+from hpml.launcher.torchrun import (
+    Rendezvous,
+    die_with_parent,
+    node_addr_of,
+    nvml_answers,
+    rendezvous_port,
+    torchrun_command,
+    workers_forkable,
+)
 from tests.conftest import REPO
 
 
@@ -23,6 +31,21 @@ def test_single_node_uses_a_standalone_rendezvous(compose_values):
                    "--max_restarts", "0", "--standalone", "--start-method", "fork", "--run-path",
                    str(REPO / "hpml" / "workloads" / "fork_entry.py"), "hpml.workloads.train",
                    "--config", "/s/points/3/config.yaml"]
+
+
+def test_without_the_fork_the_workers_start_as_torchrun_starts_them_by_default(compose_values):
+    config = config_from_dict(compose_values(["resources.workers_per_node=2"]))
+    cmd = torchrun_command(jobspec_of(config, 3, "/s/points/3", []), None, python="python", fork=False)
+    assert cmd[-5:] == ["--standalone", "-m", "hpml.workloads.train", "--config", "/s/points/3/config.yaml"]
+
+
+def test_workers_are_forked_without_gpus_and_with_gpus_only_where_nvml_answers():
+    assert workers_forkable(0, nvml_works=lambda: False) and workers_forkable(0, nvml_works=lambda: True)
+    assert workers_forkable(4, nvml_works=lambda: True) and not workers_forkable(4, nvml_works=lambda: False)
+    # the real question, here: NVML answers exactly where torch sees a CUDA device
+    import torch
+
+    assert nvml_answers() is torch.cuda.is_available()
 
 
 def test_multi_node_meets_at_the_first_node_with_the_job_id(compose_values):

@@ -25,7 +25,7 @@ from hpml.contract.result_format import reason_line
 from hpml.contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
 from hpml.launcher.failure_reason import failure_reason, signal_name
 from hpml.launcher.jobspec import JobSpec
-from hpml.launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command
+from hpml.launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command, workers_forkable
 
 # Ctrl-C (SIGINT), a kill or scancel (SIGTERM), a closed terminal (SIGHUP): stop the point, record why.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -186,8 +186,11 @@ class PointJob:
 
     def run_torchrun(self, out_path: Path, err_path: Path, error_file: Path, stop: StopRequest) -> int:
         """torchrun's exit status (-N: killed by signal N); 130 when a stop signal came before it started."""
-        command = torchrun_command(self.spec, self.rendezvous())
+        fork = workers_forkable(self.spec.shape.gpus_per_node)
+        command = torchrun_command(self.spec, self.rendezvous(), fork=fork)
         env = self.environment()
+        if fork:  # torch's device check in the agent through NVML: CUDA stays uninitialized for the forked workers
+            env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         env["TORCHELASTIC_ERROR_FILE"] = str(error_file)  # the first failed worker's exception, as JSON
         with open(out_path, "a") as out, open(err_path, "a") as err:  # append: a requeued job adds to it
             out.write(f"$ {' '.join(command)}\n")

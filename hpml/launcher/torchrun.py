@@ -63,7 +63,33 @@ def slurm_rendezvous(env: Mapping[str, str]) -> Rendezvous:
     return Rendezvous(host=first_host(env["SLURM_JOB_NODELIST"]), port=rendezvous_port(job_id), run_id=job_id)
 
 
-def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: str = sys.executable) -> List[str]:
+def nvml_answers() -> bool:
+    """Whether NVML (nvidia-ml-py) initializes here and sees a GPU."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no library, no driver: NVML's errors are its own classes
+        return False
+    try:
+        return pynvml.nvmlDeviceGetCount() > 0
+    except Exception:
+        return False
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def workers_forkable(gpus_per_node: int, nvml_works: Callable[[], bool] = nvml_answers) -> bool:
+    """Whether torchrun may fork this point's workers. Without GPUs, always. With GPUs, torchrun's agent asks torch
+    whether an accelerator is there (LaunchConfig's NUMA default), which initializes CUDA in the agent, and a worker
+    forked after that cannot use CUDA, unless torch answers through NVML (PYTORCH_NVML_BASED_CUDA_CHECK=1, which the
+    point job sets with the fork). Where NVML does not answer, torch falls back to asking CUDA: the workers are then
+    started as new interpreters, torchrun's default."""
+    return gpus_per_node == 0 or nvml_works()
+
+
+def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: str = sys.executable,
+                     fork: bool = True) -> List[str]:
     shape = spec.shape
     cmd = [*python_argv(python), "-m", "torch.distributed.run", "--nnodes", str(shape.nodes),
            "--nproc_per_node", str(shape.workers_per_node), "--max_restarts", "0"]
@@ -74,10 +100,12 @@ def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: st
     else:
         cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{rendezvous.host}:{rendezvous.port}",
                 "--rdzv_id", rendezvous.run_id]
+    worker = [f"hpml.workloads.{spec.workload}", "--config", spec.config_path]
+    if not fork:
+        return cmd + ["-m", *worker]
     # the workers are forked from torchrun's agent, which has imported torch already, instead of started as new
     # interpreters that import it again (hpml/workloads/fork_entry.py)
-    return cmd + ["--start-method", "fork", "--run-path", str(FORK_ENTRY), f"hpml.workloads.{spec.workload}",
-                  "--config", spec.config_path]
+    return cmd + ["--start-method", "fork", "--run-path", str(FORK_ENTRY), *worker]
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
