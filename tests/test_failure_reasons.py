@@ -8,14 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from hpml.launcher.failure_reason import failure_reason, memory_limit_kill
-from tests.conftest import run_hpml
+from tests.conftest import FORKED_ENV, run_hpml, torchrun_as_a_job_runs_it
 from tests.sweep_processes import start_launch, state, status_rows, sweep_of, wait_for, worker_pids
 
 WORKER = textwrap.dedent("""
@@ -36,15 +35,15 @@ WORKER = textwrap.dedent("""
 
 
 def torchrun(tmp_path: Path, mode: str, workers: int):
-    """Runs the worker script under the real torchrun, as point_job.py does: stderr to a file, an error file."""
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER.replace("{mode}", mode))
+    """Runs the worker module under the real torchrun, as point_job.py does: forked workers, stderr to a file, an
+    error file."""
+    (tmp_path / "failing_worker.py").write_text(WORKER.replace("{mode}", mode))
     err, error_file = tmp_path / "torchrun.err", tmp_path / "torchrun_error.json"
+    env = {**os.environ, **FORKED_ENV, "TORCHELASTIC_ERROR_FILE": str(error_file),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
     with open(err, "w") as stderr:
-        done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-                               str(workers), "--max_restarts", "0", str(script)], stderr=stderr,
-                              stdout=subprocess.DEVNULL, env={**os.environ, "TORCHELASTIC_ERROR_FILE": str(error_file)},
-                              timeout=120)
+        done = subprocess.run(torchrun_as_a_job_runs_it(workers, "failing_worker"), stderr=stderr,
+                              stdout=subprocess.DEVNULL, env=env, timeout=120)
     return done.returncode, error_file, err
 
 

@@ -7,7 +7,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from hpml.conf.workload.synthetic import NcclAlgo, SyntheticConfig
 from hpml.workloads.synthetic.nccl_algo import nccl_algo_value, set_nccl_algo
 from hpml.workloads.synthetic.protocol import horovod_numbers
 from hpml.workloads.synthetic.steps import ddp_bucket_cap_mb
-from tests.conftest import hpml_here
+from tests.conftest import FORKED_ENV, hpml_here, torchrun_as_a_job_runs_it
 
 TINY = ["experiment=synthetic_horovod"]
 # Less work per launch for the real runs below, which assert counts, rates and report sections but nothing about
@@ -132,10 +131,9 @@ def run_torchrun(values: dict, folder: Path, workers: int):
     folder.mkdir(parents=True)
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(values, sort_keys=False))
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
-               "-m", "hpml.workloads.synthetic", "--config", str(config)]
+    command = torchrun_as_a_job_runs_it(workers, "hpml.workloads.synthetic", "--config", str(config))
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **FORKED_ENV})
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((folder / "result.json").read_text()), done.stdout
 
