@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import random
@@ -76,7 +77,8 @@ def nvml_answers() -> bool:
     except Exception:
         return False
     finally:
-        pynvml.nvmlShutdown()
+        with contextlib.suppress(Exception):  # the answer is had; a failed shutdown must not fail the point
+            pynvml.nvmlShutdown()
 
 
 def workers_forkable(gpus_per_node: int, nvml_works: Callable[[], bool] = nvml_answers) -> bool:

@@ -4,8 +4,10 @@ hpml.workloads.<name> --config ...` (launcher/torchrun.py).
 torchrun's agent has imported torch before it starts the workers. A worker forked from it starts with torch
 already imported, where one started as `python -u -m hpml.workloads.<name>` (torchrun's default) imports it
 again: seconds of CPU per worker and per point (docs/decisions.md, "workers are forked from torchrun's agent").
-Forking is safe there because the agent never initializes CUDA or runs a parallel CPU region: each worker makes
-its own CUDA context, OpenMP pool and process group after the fork.
+Forking is safe there because the agent never initializes CUDA (its device check goes through NVML: the point job
+sets PYTORCH_NVML_BASED_CUDA_CHECK=1, and forks only where NVML answers, launcher/torchrun.py's workers_forkable)
+and never runs a parallel CPU region: each worker makes its own CUDA context, OpenMP pool and process group after
+the fork.
 
 This file gives the worker what a fresh `python -u -m <module>` would have had, then runs the module as
 __main__: the agent's signal handlers are torchrun's (SIGTERM, SIGINT, SIGHUP, SIGQUIT raise its
