@@ -21,19 +21,17 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from hpml.launcher.config_store import register_schemas
-from hpml.launcher.torchrun import FORK_ENTRY
+from hpml.launcher.torchrun import forked
 
 REPO = Path(__file__).resolve().parent.parent
 HPML = [sys.executable, "-m", "hpml.launcher.cli"]
-# what the point job adds to torchrun's environment when it forks the workers (launcher/point_job.py)
-FORKED_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
 
 def torchrun_as_a_job_runs_it(workers: int, module: str, *args: str) -> List[str]:
-    """One node's torchrun command as hpml's point job runs it: the workers forked from the agent through
-    hpml/workloads/fork_entry.py (launcher/torchrun.py). Run it with FORKED_ENV in the environment."""
+    """One node's torchrun command as hpml's point job runs it: the workers forked from the agent
+    (launcher/torchrun.py's `forked`). Run it with FORK_ENV in the environment."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
-            "--max_restarts", "0", "--start-method", "fork", "--run-path", str(FORK_ENTRY), module, *args]
+            "--max_restarts", "0", *forked(module, *args)]
 T = TypeVar("T")
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from hpml.launcher.failure_reason import failure_reason, memory_limit_kill
-from tests.conftest import FORKED_ENV, run_hpml, torchrun_as_a_job_runs_it
+from hpml.launcher.torchrun import FORK_ENV
+from tests.conftest import run_hpml, torchrun_as_a_job_runs_it
 from tests.sweep_processes import start_launch, state, status_rows, sweep_of, wait_for, worker_pids
 
 WORKER = textwrap.dedent("""
@@ -39,7 +40,7 @@ def torchrun(tmp_path: Path, mode: str, workers: int):
     error file."""
     (tmp_path / "failing_worker.py").write_text(WORKER.replace("{mode}", mode))
     err, error_file = tmp_path / "torchrun.err", tmp_path / "torchrun_error.json"
-    env = {**os.environ, **FORKED_ENV, "TORCHELASTIC_ERROR_FILE": str(error_file),
+    env = {**os.environ, **FORK_ENV, "TORCHELASTIC_ERROR_FILE": str(error_file),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
     with open(err, "w") as stderr:
         done = subprocess.run(torchrun_as_a_job_runs_it(workers, "failing_worker"), stderr=stderr,

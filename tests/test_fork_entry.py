@@ -7,22 +7,21 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 import torch
 
-from hpml.launcher.torchrun import FORK_ENTRY
-from tests.conftest import REPO
+from hpml.launcher.torchrun import FORK_ENV
+from tests.conftest import REPO, torchrun_as_a_job_runs_it
 
 
 def forked_report(**env: str) -> subprocess.CompletedProcess:
-    """tests/forked_worker_report.py as hpml's torchrun runs a worker (torchrun_command's fork tail); SIGUSR2
-    ignored as the point job leaves it for torchrun and its workers (die_with_parent)."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
-               "--start-method", "fork", "--run-path", str(FORK_ENTRY), "tests.forked_worker_report", "--config", "c"]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), **env},
+    """tests/forked_worker_report.py as hpml's point job runs a worker (conftest's torchrun_as_a_job_runs_it), with
+    `env` added and FORK_ENV only where the test passes it; SIGUSR2 ignored as the point job leaves it for torchrun
+    and its workers (die_with_parent)."""
+    base = {k: v for k, v in os.environ.items() if k not in FORK_ENV}
+    return subprocess.run(torchrun_as_a_job_runs_it(1, "tests.forked_worker_report", "--config", "c"), cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env={**base, "PYTHONPATH": str(REPO), **env},
                           preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
 
 
@@ -49,12 +48,9 @@ def test_a_forked_worker_has_torch_already_and_a_fresh_interpreters_signals_and_
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_on_a_gpu_the_forked_worker_uses_cuda_because_the_agent_checked_through_nvml():
     # what the point job sets with the fork: torch's device check in the agent goes through NVML
-    uses = reports(forked_report(FORKED_WORKER_USES_CUDA="1", PYTORCH_NVML_BASED_CUDA_CHECK="1"))
+    uses = reports(forked_report(FORKED_WORKER_USES_CUDA="1", **FORK_ENV))
     assert uses[1] == {"cuda_tensor_on": "cuda:0"}
     # without it the agent initializes CUDA before the fork, and the worker's first CUDA call fails
-    env = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(os, "environ", env)
-        poisoned = forked_report(FORKED_WORKER_USES_CUDA="1")
+    poisoned = forked_report(FORKED_WORKER_USES_CUDA="1")
     assert poisoned.returncode != 0
     assert "Cannot re-initialize CUDA in forked subprocess" in poisoned.stderr

@@ -19,10 +19,11 @@ from hpml.analysis.synthetic.tables import paired_table, protocol_table
 from hpml.conf.schema import config_from_dict
 from hpml.conf.validation import ConfigValueError
 from hpml.conf.workload.synthetic import NcclAlgo, SyntheticConfig
+from hpml.launcher.torchrun import FORK_ENV
 from hpml.workloads.synthetic.nccl_algo import nccl_algo_value, set_nccl_algo
 from hpml.workloads.synthetic.protocol import horovod_numbers
 from hpml.workloads.synthetic.steps import ddp_bucket_cap_mb
-from tests.conftest import FORKED_ENV, hpml_here, torchrun_as_a_job_runs_it
+from tests.conftest import hpml_here, torchrun_as_a_job_runs_it
 
 TINY = ["experiment=synthetic_horovod"]
 # Less work per launch for the real runs below, which assert counts, rates and report sections but nothing about
@@ -133,7 +134,7 @@ def run_torchrun(values: dict, folder: Path, workers: int):
     config.write_text(yaml.safe_dump(values, sort_keys=False))
     command = torchrun_as_a_job_runs_it(workers, "hpml.workloads.synthetic", "--config", str(config))
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1", **FORKED_ENV})
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **FORK_ENV})
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((folder / "result.json").read_text()), done.stdout
 

@@ -25,7 +25,14 @@ from hpml.contract.result_format import reason_line
 from hpml.contract.sweep_layout import LOGS_DIR, RESULT_FILE, STATE_FILE
 from hpml.launcher.failure_reason import failure_reason, signal_name
 from hpml.launcher.jobspec import JobSpec
-from hpml.launcher.torchrun import Rendezvous, die_with_parent, slurm_rendezvous, torchrun_command, workers_forkable
+from hpml.launcher.torchrun import (
+    FORK_ENV,
+    Rendezvous,
+    die_with_parent,
+    slurm_rendezvous,
+    torchrun_command,
+    workers_forkable,
+)
 
 # Ctrl-C (SIGINT), a kill or scancel (SIGTERM), a closed terminal (SIGHUP): stop the point, record why.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -189,8 +196,8 @@ class PointJob:
         fork = workers_forkable(self.spec.shape.gpus_per_node)
         command = torchrun_command(self.spec, self.rendezvous(), fork=fork)
         env = self.environment()
-        if fork:  # torch's device check in the agent through NVML: CUDA stays uninitialized for the forked workers
-            env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        if fork:
+            env.update(FORK_ENV)
         env["TORCHELASTIC_ERROR_FILE"] = str(error_file)  # the first failed worker's exception, as JSON
         with open(out_path, "a") as out, open(err_path, "a") as err:  # append: a requeued job adds to it
             out.write(f"$ {' '.join(command)}\n")

@@ -21,6 +21,9 @@ from hpml.launcher.jobspec import JobSpec
 # torchrun's --run-path takes a file, not a module; found beside this package, not imported (the launcher never
 # imports a workload)
 FORK_ENTRY = Path(__file__).resolve().parent.parent / "workloads" / "fork_entry.py"
+# what torchrun's environment gets with the fork: torch's device check in the agent through NVML, so that CUDA stays
+# uninitialized for the forked workers (workers_forkable)
+FORK_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
 
 @dataclass(frozen=True)
@@ -103,11 +106,14 @@ def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: st
         cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{rendezvous.host}:{rendezvous.port}",
                 "--rdzv_id", rendezvous.run_id]
     worker = [f"hpml.workloads.{spec.workload}", "--config", spec.config_path]
-    if not fork:
-        return cmd + ["-m", *worker]
-    # the workers are forked from torchrun's agent, which has imported torch already, instead of started as new
-    # interpreters that import it again (hpml/workloads/fork_entry.py)
-    return cmd + ["--start-method", "fork", "--run-path", str(FORK_ENTRY), *worker]
+    return cmd + (forked(*worker) if fork else ["-m", *worker])
+
+
+def forked(module: str, *args: str) -> List[str]:
+    """torchrun's arguments that fork the workers from its agent, which has imported torch already, instead of
+    starting them as new interpreters that import it again, and run `module` in each (hpml/workloads/fork_entry.py).
+    Run with FORK_ENV in torchrun's environment."""
+    return ["--start-method", "fork", "--run-path", str(FORK_ENTRY), module, *args]
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
