@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from hpml.launcher.config_store import register_schemas
 from hpml.launcher.torchrun import forked
+from tests.part_markers import pytest_collection_modifyitems  # noqa: F401 (a hook: every collection checks the part markers)
 
 REPO = Path(__file__).resolve().parent.parent
 HPML = [sys.executable, "-m", "hpml.launcher.cli"]

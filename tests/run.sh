@@ -16,12 +16,25 @@
 #      a duration in seconds (issue 41): a test that checks speed bounds the ratio of two things it times itself,
 #      so it runs in part 1 or 2 and passes on a slow or busy machine (docs/results/test-suite-speed.md).
 # Extra arguments go to every part (-x, -k ...); to select by marker (-m), run pytest yourself.
+# Python caches bytecode here even where PYTHONDONTWRITEBYTECODE is set (issue 41): the suite starts about a thousand
+# Python processes that import hpml's modules, and each pytest rewrites the test modules' asserts; without the cache
+# every one compiles them again (about 0.2 CPU-s a CLI start, 0.6 a worker's import of the train workload, 10 a
+# collection, on the 2-core machine; docs/results/test-suite-speed.md). The caches are the __pycache__ folders that
+# .gitignore already leaves out.
+# Without arguments, the SLURM part and the serial part collect only the files that hold their marker's tests,
+# instead of importing every test module to keep a few; with arguments (a path, -k ...), every part collects as asked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE
+marked() {  # the test files that hold tests of marker $1 (`pytest.mark.<name>` on a test, a class or `pytestmark`)
+    if [ "$#" -gt 1 ]; then return; fi
+    grep -lE "pytest\.mark\.$1\b" tests/test_*.py
+}
 bash tests/slurm/cluster.sh up || exit 1
 . "${HPML_SLURM_DIR:-/tmp/hpml-slurm}/env.sh"
 slurm_log=$(mktemp)
-python -m pytest -q -p no:cacheprovider -m "slurm and not serial" "$@" >"$slurm_log" 2>&1 &
+# shellcheck disable=SC2046  # one word per file name: test file names have no spaces
+python -m pytest -q -p no:cacheprovider -m "slurm and not serial" $(marked slurm "$@") "$@" >"$slurm_log" 2>&1 &
 slurm_pid=$!
 python -m pytest -q -n "${HPML_TEST_WORKERS:-2}" --dist loadfile -m "not slurm and not serial" "$@"
 parallel=$?
@@ -30,7 +43,8 @@ slurm=$?
 echo "--- SLURM tests (run beside the above) ---"
 cat "$slurm_log" && rm -f "$slurm_log"
 echo "--- tests that time something (alone) ---"
-python -m pytest -q -m serial "$@"
+# shellcheck disable=SC2046
+python -m pytest -q -m serial $(marked serial "$@") "$@"
 serial=$?
 bash tests/slurm/cluster.sh down
 # pytest's 5 is "no test collected": a selection (-k) that matches none of one part's tests is no failure
