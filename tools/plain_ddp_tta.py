@@ -14,10 +14,10 @@ What a user would write without hpml, with the preset's recipe: CIFAR-10's pytho
 normalized once into one float tensor on each rank's GPU; every epoch one permutation of the training split (the
 same on every rank), rank r taking perm[r::world] (the tail that does not divide evenly cut), batches of
 global batch / world; torchvision's ResNet-18 with the CIFAR stem (3x3 stride-1 conv, no max-pool), DDP, bf16
-autocast, channels_last, SGD (momentum 0.9, weight decay 5e-4), a rate ramped per step from 0 to lr over the
-first epoch and down to 0 at the end of epoch 4; after every epoch the held-out split evaluated (rank r takes
-samples r, r + W, ...; the correct counts all-reduced); it stops at the first evaluation at or above the target
-from epoch 2 on, as hpml's worker does.
+autocast (on a GPU; the CPU smoke run is float32), channels_last, SGD (momentum 0.9, weight decay 5e-4), a rate
+ramped per step from 0 to lr over the first epoch and down to 0 at the end of epoch 4; after every epoch the
+held-out split evaluated (rank r takes samples r, r + W, ...; the correct counts all-reduced); it stops at the first
+evaluation at or above the target from epoch 2 on, as hpml's worker does.
 
 Time to target: wall clock from a barrier before epoch 1 to the evaluation that reached the target (evaluations
 included, as hpml's time-to-accuracy clock). Energy to target: each rank reads its own GPU's NVML total-energy
@@ -194,6 +194,7 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.0, momentum=0.9, weight_decay=5e-4)
     (x, y), (tx, ty) = train, test
+    bf16 = precision(device) == "bf16"
     per_rank = args.batch // world
     shard_len = len(y) // world
     steps = shard_len // per_rank
@@ -230,7 +231,7 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
                 group["lr"] = lr
             if graph_trees:  # a new step: the replays of the last one may be overwritten
                 torch.compiler.cudagraph_mark_step_begin()
-            with torch.autocast(device.type, dtype=torch.bfloat16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 loss = F.cross_entropy(model(batch), labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -238,7 +239,7 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
             step += 1
         model.eval()
         correct = torch.zeros((), device=device)
-        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             for i in range(0, len(mine), per_rank):
                 index = mine[i:i + per_rank]
                 if graph_trees:
@@ -257,6 +258,12 @@ def one_run(args, seed: int, train, test, device, rank: int, world: int, handle)
     return {"seed": seed, "converged": result is not None, "epochs": epoch, "top1": top1,
             "seconds": seconds, "energy_j": joules.item() if handle is not None else None, "gpus": world,
             "epoch_s": epoch_s}
+
+
+def precision(device: torch.device) -> str:
+    """bf16 autocast on a GPU, the preset's precision. The CPU run is a smoke test of the loop, in float32: a CPU
+    without bf16 instructions emulates them, many times slower (docs/results/test-suite-speed.md)."""
+    return "bf16" if device.type == "cuda" else "float32"
 
 
 def main() -> None:
@@ -317,6 +324,7 @@ def main() -> None:
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
         args.out.write_text(json.dumps({"gpu": name, "gpus": world, "compile": args.compile,
                                         "cuda_graphs": args.cuda_graphs, "batch_prep": args.batch_prep,
+                                        "precision": precision(device),
                                         "torch": torch.__version__, "runs": runs}, indent=1))
     dist.destroy_process_group()
 
