@@ -18,9 +18,8 @@
 # Extra arguments go to every part (-x, -k ...); to select by marker (-m), run pytest yourself.
 # Python caches bytecode here even where PYTHONDONTWRITEBYTECODE is set (issue 41): the suite starts about a thousand
 # Python processes that import hpml's modules, and each pytest rewrites the test modules' asserts; without the cache
-# every one compiles them again (about 0.2 CPU-s a CLI start, 0.6 a worker's import of the train workload, 10 a
-# collection, on the 2-core machine; docs/results/test-suite-speed.md). The caches are the __pycache__ folders that
-# .gitignore already leaves out.
+# every one compiles them again (docs/results/test-suite-speed.md, "stop 54"). The caches are the __pycache__
+# folders that .gitignore already leaves out.
 # Without arguments, the SLURM part and the serial part collect only the files that hold their marker's tests,
 # instead of importing every test module to keep a few; with arguments (a path, -k ...), every part collects as asked.
 set -uo pipefail
