@@ -127,8 +127,11 @@ def test_grow_doubles_host_memory_until_max_attempts_and_says_so(hpml, tmp_path)
 def test_a_job_over_its_memory_is_killed_by_slurm_and_grow_gives_it_twice(hpml, tmp_path):
     # --mem=1G; the probe's copy holds 2 x 300 MiB and its triad 3 x 300 MiB besides Python and torch (0.55-0.75 GB
     # PSS): SLURM kills the job (the test cluster enforces --mem by its accounting poll, tests/slurm/cluster.sh); 2 GB
-    # is enough. 450 MiB left too little of 2 GB: its triad reached 2.17 GB once (the job killed again, the test failed)
-    done = hpml("launch", *PROBE, "resources.mem_gb=1", f"workload.copy_bytes={300 * 2 ** 20}")
+    # is enough. 450 MiB left too little of 2 GB: its triad reached 2.17 GB once (the job killed again, the test failed).
+    # The poll samples once a second (JobAcctGatherFrequency=task=1): the copy and the triad each hold their buffers
+    # for measure_s seconds at least, or a fast phase could end between two samples and the job finish unkilled
+    # (seen once beside a CPU hog: the point completed)
+    done = hpml("launch", *PROBE, "resources.mem_gb=1", f"workload.copy_bytes={300 * 2 ** 20}", "workload.measure_s=3")
     sweep = sweep_dir_of(tmp_path)
     assert done.returncode == 1 and "0      out_of_memory" in done.stdout, done.stdout + done.stderr
     first = manifest_of(sweep)["points"][0]["job_id"]
