@@ -1,5 +1,6 @@
-"""tests/run.sh's SLURM and serial parts collect only the test files whose text names their marker (its `marked`:
-`grep -lE "pytest\\.mark\\.<name>\\b"`), not every module (a collection imports them all: seconds of CPU, issue 41).
+"""tests/run.sh's SLURM and serial parts collect only the test files whose text names their marker
+(`python -m tests.part_markers <marker>` lists them), not every module (a collection imports them all: seconds of CPU,
+issue 41).
 A test marked another way (an alias, `from pytest import mark`) would then run in no part. Every collection checks
 it, before -m deselects anything: tests/conftest.py uses this module's hook, and `pytest -p tests.part_markers` runs
 it alone (its test)."""
@@ -16,8 +17,13 @@ PART_MARKERS = ("slurm", "serial")  # the markers tests/run.sh gives a part of t
 
 
 def names_marker(text: str, marker: str) -> bool:
-    """What run.sh's grep asks of a file's text."""
+    """Whether a file's text says `pytest.mark.<marker>` (on a test, a class or `pytestmark`)."""
     return re.search(rf"pytest\.mark\.{marker}\b", text) is not None
+
+
+def marked_files(marker: str, folder: Path) -> List[Path]:
+    """The test files in folder that name the marker: what run.sh's part of that marker collects."""
+    return sorted(path for path in folder.glob("test_*.py") if names_marker(path.read_text(), marker))
 
 
 @pytest.hookimpl(tryfirst=True)  # before the mark plugin deselects by -m: every collected test is seen
@@ -33,3 +39,13 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
                 raise pytest.UsageError(
                     f"{item.nodeid} is marked {marker}, but its file never says `pytest.mark.{marker}`: tests/run.sh "
                     f"would run it in no part (mark it with pytest.mark.{marker})")
+
+
+if __name__ == "__main__":  # tests/run.sh: `python -m tests.part_markers slurm`, one path a line
+    import sys
+
+    (wanted,) = sys.argv[1:]
+    if wanted not in PART_MARKERS:
+        sys.exit(f"tests.part_markers: {wanted!r} is not one of {', '.join(PART_MARKERS)}")
+    tests = Path(__file__).resolve().parent
+    print("\n".join(str(path.relative_to(tests.parent)) for path in marked_files(wanted, tests)))

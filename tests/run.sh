@@ -11,8 +11,8 @@
 #   2. meanwhile, the SLURM tests (marker `slurm`), one at a time: one cluster, and mostly waiting on it
 #      (queueing, a requeue held 15 s: cred_expire in tests/slurm/cluster.sh). Their output is printed after part 1's.
 #   3. then the tests marked `serial`, alone on the machine: only those whose claim is a ratio of two things timed one
-#      after the other that a load changing between them would skew (the compare gate's two sweeps; a run's steps
-#      against its communication probe). No test bounds
+#      after the other that a load changing between them would skew (a run's steps against its communication probe,
+#      which the workload times after them). Two things that can be timed at once are (test_compare.py's gate). No test bounds
 #      a duration in seconds (issue 41): a test that checks speed bounds the ratio of two things it times itself,
 #      so it runs in part 1 or 2 and passes on a slow or busy machine (docs/results/test-suite-speed.md).
 # Extra arguments go to every part (-x, -k ...); to select by marker (-m), run pytest yourself.
@@ -25,9 +25,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
-marked() {  # the test files that hold tests of marker $1 (`pytest.mark.<name>` on a test, a class or `pytestmark`)
+marked() {  # the test files that hold tests of marker $1 (tests/part_markers.py), none where arguments select
     if [ "$#" -gt 1 ]; then return; fi
-    grep -lE "pytest\.mark\.$1\b" tests/test_*.py
+    python -m tests.part_markers "$1"  # should it print nothing, the part collects every file: slower, not wrong
 }
 bash tests/slurm/cluster.sh up || exit 1
 . "${HPML_SLURM_DIR:-/tmp/hpml-slurm}/env.sh"

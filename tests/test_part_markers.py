@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import REPO
 
+MARK = "pytest" + ".mark"  # written apart, so that this file is not among those the parts collect
+
 
 def collect(folder, source: str) -> subprocess.CompletedProcess:
     (folder / "test_marked.py").write_text(source)
@@ -28,5 +30,21 @@ def test_a_marker_grep_cannot_see_stops_the_collection_in_one_line(tmp_path, mar
 
 
 def test_a_marker_written_as_run_sh_greps_it_collects(tmp_path):
-    done = collect(tmp_path, "import pytest\n\npytestmark = pytest.mark.slurm\n\n\ndef test_x():\n    pass\n")
+    done = collect(tmp_path, f"import pytest\n\npytestmark = {MARK}.slurm\n\n\ndef test_x():\n    pass\n")
     assert done.returncode == 0 and "test_marked.py::test_x" in done.stdout, done.stdout + done.stderr
+
+
+def test_run_sh_collects_the_files_that_name_the_marker_and_only_those(tmp_path):
+    from tests.part_markers import marked_files
+
+    (tmp_path / "test_one.py").write_text(f"import pytest\n\n\n@{MARK}.serial\ndef test_x():\n    pass\n")
+    (tmp_path / "test_two.py").write_text(f"import pytest\n\npytestmark = {MARK}.serialized\n")  # another name
+    (tmp_path / "helper.py").write_text(f"import pytest\n\npytestmark = {MARK}.serial\n")  # not a test file
+    assert marked_files("serial", tmp_path) == [tmp_path / "test_one.py"]
+    listed = subprocess.run([sys.executable, "-m", "tests.part_markers", "slurm"], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "tests/test_slurm.py" in listed.stdout.splitlines() and "tests/test_compare.py" not in listed.stdout
+    refused = subprocess.run([sys.executable, "-m", "tests.part_markers", "gpu"], cwd=REPO, capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 1 and "'gpu' is not one of slurm, serial" in refused.stderr
