@@ -6,7 +6,7 @@ in a private mount namespace of the command alone) and in a folder without write
 os.access lets write anywhere): exit 2, one `hpml: error:` line, nothing written, no traceback.
 
 The 0s and 1s of each verb on real sweeps are tested with the verb: launch and resume (a failed point is 1:
-test_point_status.py, test_local_launch.py), compare's gate (test_compare_gate.py: regression and undecided)."""
+test_point_status.py, test_local_launch.py), compare's gate (test_compare.py: regression and undecided)."""
 
 from __future__ import annotations
 
