@@ -44,8 +44,7 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
 if __name__ == "__main__":  # tests/run.sh: `python -m tests.part_markers slurm`, one path a line
     import sys
 
-    (wanted,) = sys.argv[1:]
-    if wanted not in PART_MARKERS:
-        sys.exit(f"tests.part_markers: {wanted!r} is not one of {', '.join(PART_MARKERS)}")
+    if len(sys.argv) != 2 or sys.argv[1] not in PART_MARKERS:
+        sys.exit(f"usage: python -m tests.part_markers MARKER, one of {', '.join(PART_MARKERS)} (got {sys.argv[1:]})")
     tests = Path(__file__).resolve().parent
-    print("\n".join(str(path.relative_to(tests.parent)) for path in marked_files(wanted, tests)))
+    print("\n".join(str(path.relative_to(tests.parent)) for path in marked_files(sys.argv[1], tests)))

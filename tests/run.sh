@@ -10,11 +10,12 @@
 #      keeps a file's tests on one worker, so a module's shared sweep (module-scoped fixture) is made once.
 #   2. meanwhile, the SLURM tests (marker `slurm`), one at a time: one cluster, and mostly waiting on it
 #      (queueing, a requeue held 15 s: cred_expire in tests/slurm/cluster.sh). Their output is printed after part 1's.
-#   3. then the tests marked `serial`, alone on the machine: only those whose claim is a ratio of two things timed one
-#      after the other that a load changing between them would skew (a run's steps against its communication probe,
-#      which the workload times after them). Two things that can be timed at once are (test_compare.py's gate). No test bounds
-#      a duration in seconds (issue 41): a test that checks speed bounds the ratio of two things it times itself,
-#      so it runs in part 1 or 2 and passes on a slow or busy machine (docs/results/test-suite-speed.md).
+#   3. then the tests marked `serial`, alone on the machine: only those whose claim is a ratio of two things that
+#      must be timed one after the other, which a load changing between them would skew (a run's steps against the
+#      communication probe the workload times after them). Two things that can run at once do so in part 1 instead
+#      (test_compare.py's gate launches both its sides together). No test bounds a duration in seconds (issue 41):
+#      a test that checks speed bounds the ratio of two things it times itself, so it runs in part 1 or 2 and
+#      passes on a slow or busy machine (docs/results/test-suite-speed.md).
 # Extra arguments go to every part (-x, -k ...); to select by marker (-m), run pytest yourself.
 # Python caches bytecode here even where PYTHONDONTWRITEBYTECODE is set (issue 41): the suite starts about a thousand
 # Python processes that import hpml's modules, and each pytest rewrites the test modules' asserts; without the cache

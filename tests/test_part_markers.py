@@ -45,6 +45,8 @@ def test_run_sh_collects_the_files_that_name_the_marker_and_only_those(tmp_path)
                             text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert "tests/test_slurm.py" in listed.stdout.splitlines() and "tests/test_compare.py" not in listed.stdout
-    refused = subprocess.run([sys.executable, "-m", "tests.part_markers", "gpu"], cwd=REPO, capture_output=True,
-                             text=True, timeout=120)
-    assert refused.returncode == 1 and "'gpu' is not one of slurm, serial" in refused.stderr
+    for wrong in (["gpu"], [], ["slurm", "serial"]):
+        refused = subprocess.run([sys.executable, "-m", "tests.part_markers", *wrong], cwd=REPO, capture_output=True,
+                                 text=True, timeout=120)
+        assert refused.returncode == 1 and refused.stdout == "", refused.stdout
+        assert refused.stderr == f"usage: python -m tests.part_markers MARKER, one of slurm, serial (got {wrong})\n"
