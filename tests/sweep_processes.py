@@ -1,5 +1,6 @@
 """Helpers for tests that run a sweep as a user's terminal would and then signal or inspect its processes
-(tests/test_interrupts.py, tests/test_failure_reasons.py, tests/test_provenance.py)."""
+(tests/test_interrupts.py, tests/test_failure_reasons.py, tests/test_provenance.py), or start several at once
+(tests/test_compare.py)."""
 
 from __future__ import annotations
 

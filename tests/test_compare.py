@@ -7,14 +7,14 @@ import csv
 import json
 import math
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from hpml.analysis.compare.match import match_items
 from hpml.analysis.stats import compare_values, regressed, repeats_needed, verdict
-from tests.conftest import HPML, hpml_here, run_hpml
+from tests.conftest import hpml_here, run_hpml
+from tests.sweep_processes import start_launch
 
 # --- statistics ------------------------------------------------------------------------------------------------
 
@@ -101,13 +101,11 @@ def launched_together(root: Path, sides: dict) -> dict:
     compared run side by side, so that a load on the machine that comes and goes (the suite's other tests) meets
     both alike; one after the other, the baseline launched while the machine was busy and the candidate while it
     was quiet measured the candidate's epoch time at 1.14 times the baseline's instead of about 3 (issue 41)."""
-    running = {name: subprocess.Popen(HPML + ["launch", "-m", *args, f"sweep.name=cmp_{name}"], cwd=root,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-               for name, args in sides.items()}
+    running = {name: start_launch(root, "-m", *args, f"sweep.name=cmp_{name}") for name, args in sides.items()}
     made = {}
     for name, launch in running.items():
-        out, _ = launch.communicate(timeout=600)
-        assert launch.returncode == 0, out
+        out, err = launch.communicate(timeout=600)
+        assert launch.returncode == 0, out + err
         (made[name],) = [d for d in (root / "sweeps").iterdir() if d.name.endswith(f"cmp_{name}")]
     return made
 
