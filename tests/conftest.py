@@ -21,17 +21,18 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from hpml.launcher.config_store import register_schemas
-from hpml.launcher.torchrun import forked
+from hpml.launcher.torchrun import AGENT, forked
 from tests.part_markers import pytest_collection_modifyitems  # noqa: F401 (a hook: every collection checks the part markers)
 
 REPO = Path(__file__).resolve().parent.parent
 HPML = [sys.executable, "-m", "hpml.launcher.cli"]
 
 
-def torchrun_as_a_job_runs_it(workers: int, module: str, *args: str) -> List[str]:
+def torchrun_as_a_job_runs_it(workers: int, module: str, *args: str, agent: str = AGENT) -> List[str]:
     """One node's torchrun command as hpml's point job runs it: the workers forked from the agent
-    (launcher/torchrun.py's `forked`). Run it with FORK_ENV in the environment."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(workers),
+    (launcher/torchrun.py's `forked`), torchrun started as hpml's AGENT (or as `agent`, e.g. torch's own
+    torch.distributed.run). Run it with FORK_ENV in the environment."""
+    return [sys.executable, "-m", agent, "--standalone", "--nproc_per_node", str(workers),
             "--max_restarts", "0", *forked(module, *args)]
 T = TypeVar("T")
 

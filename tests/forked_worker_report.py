@@ -12,8 +12,10 @@ torch_before = "torch" in sys.modules  # read before this module imports anythin
 parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().split(b"\0")
 print(json.dumps({
     "torch_imported_before_the_module": torch_before,
-    "parent_is_torchrun": b"torch.distributed.run" in parent,
+    "parent_runs": parent[parent.index(b"-m") + 1].decode() if b"-m" in parent else None,  # the agent's module
     "collector_enabled": gc.isenabled(),
+    "collections_before_the_fork": sum(generation["collections"] for generation in gc.get_stats()),  # the agent's
+    "frozen_before_the_fork": gc.get_freeze_count(),
     "signals": {name: str(signal.getsignal(getattr(signal, name))) for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGINT",
                                                                                 "SIGUSR2")},
     "stdout_line_buffered": sys.stdout.line_buffering,

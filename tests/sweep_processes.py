@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, List
 
+from hpml.launcher.torchrun import AGENT
 from tests.conftest import HPML, run_hpml
 
 
@@ -54,7 +55,7 @@ def worker_pids(sweep: Path) -> List[int]:
     command line whose parent has it too (the agent's parent is the point job)."""
     def torchrun(pid: int) -> bool:
         try:
-            return b"torch.distributed.run" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            return AGENT.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             return False
 

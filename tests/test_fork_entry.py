@@ -7,20 +7,22 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
 import torch
 
-from hpml.launcher.torchrun import FORK_ENV
+from hpml.launcher.torchrun import AGENT, FORK_ENV
 from tests.conftest import REPO, torchrun_as_a_job_runs_it
 
 
-def forked_report(**env: str) -> subprocess.CompletedProcess:
+def forked_report(agent: str = AGENT, **env: str) -> subprocess.CompletedProcess:
     """tests/forked_worker_report.py as hpml's point job runs a worker (conftest's torchrun_as_a_job_runs_it), with
     `env` added and FORK_ENV only where the test passes it; SIGUSR2 ignored as the point job leaves it for torchrun
     and its workers (die_with_parent)."""
     base = {k: v for k, v in os.environ.items() if k not in FORK_ENV}
-    return subprocess.run(torchrun_as_a_job_runs_it(1, "tests.forked_worker_report", "--config", "c"), cwd=REPO,
+    command = torchrun_as_a_job_runs_it(1, "tests.forked_worker_report", "--config", "c", agent=agent)
+    return subprocess.run(command, cwd=REPO,
                           capture_output=True, text=True, timeout=300, env={**base, "PYTHONPATH": str(REPO), **env},
                           preexec_fn=lambda: signal.signal(signal.SIGUSR2, signal.SIG_IGN))
 
@@ -32,7 +34,7 @@ def reports(done: subprocess.CompletedProcess) -> list:
 
 def test_a_forked_worker_has_torch_already_and_a_fresh_interpreters_signals_and_output():
     report = reports(forked_report())[0]
-    assert report["torch_imported_before_the_module"] and report["parent_is_torchrun"]
+    assert report["torch_imported_before_the_module"] and report["parent_runs"] == AGENT
     assert report["main"] == "tests.forked_worker_report" and report["argv"] == ["--config", "c"]
     assert report["rank"] == "0"
     # torchrun's handlers (its SignalException) are the agent's, not the worker's: a fresh interpreter's instead
@@ -41,6 +43,23 @@ def test_a_forked_worker_has_torch_already_and_a_fresh_interpreters_signals_and_
                                  "SIGINT": str(signal.default_int_handler), "SIGUSR2": ignored}
     assert report["stdout_line_buffered"]  # as `python -u`: a line reaches the log when it is printed
     assert not report["collector_enabled"]  # paused at the start, as a `-m` worker's (workloads/startup.py)
+
+
+def test_the_agent_imports_torch_without_the_cyclic_collector_and_runs_torchrun_as_torchrun_does():
+    # hpml's agent (launcher/torchrun_agent.py) against torch's own `python -m torch.distributed.run`, the same
+    # arguments: a forked worker inherits its agent's collector counts and frozen objects, so it can tell them apart
+    ours, torchs = reports(forked_report())[0], reports(forked_report(agent="torch.distributed.run"))[0]
+    # torch's import collected hundreds of times in torch's agent (433 at the commit), a handful of times in ours
+    # (18: what runs after the collector is back on, torchrun's own start)
+    assert ours["collections_before_the_fork"] * 4 < torchs["collections_before_the_fork"]
+    # what the import made was frozen before torchrun ran, so the worker's collections never walk it
+    assert ours["frozen_before_the_fork"] > 0 == torchs["frozen_before_the_fork"]
+    # torchrun otherwise: its arguments, its rank, the same worker
+    assert (ours["parent_runs"], torchs["parent_runs"]) == (AGENT, "torch.distributed.run")
+    same = [key for key in ours if "fork" not in key and key != "parent_runs"]
+    assert {key: ours[key] for key in same} == {key: torchs[key] for key in same}
+    usage = subprocess.run([sys.executable, "-m", AGENT, "--help"], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: torchrun ")
 
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from hpml.analysis.results import load_results
 from hpml.contract.result_format import SCHEMA_VERSION
+from hpml.launcher.torchrun import AGENT
 from tests.conftest import hpml_here, launch_then_damage
 
 
@@ -57,7 +58,7 @@ def test_each_point_keeps_config_result_state_and_logs(quickstart):
         assert result["derived"]["epoch_time_s"] == pytest.approx(statistics.fmean(m["epoch_time_s"][1:]))
         assert "workers_per_node: %d" % world in (folder / "config.yaml").read_text()
         assert json.loads((folder / "state.json").read_text())["state"] == "completed"
-        assert "torch.distributed.run" in (folder / "logs" / "torchrun.node0.out").read_text()
+        assert f"-m {AGENT} " in (folder / "logs" / "torchrun.node0.out").read_text()
 
 
 def test_status_lists_every_point(quickstart, tmp_path):

@@ -27,7 +27,7 @@ from tests.conftest import REPO
 def test_single_node_uses_a_standalone_rendezvous(compose_values):
     config = config_from_dict(compose_values(["resources.workers_per_node=2"]))
     cmd = torchrun_command(jobspec_of(config, 3, "/s/points/3", []), None, python="python")
-    assert cmd == ["python", "-P", "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+    assert cmd == ["python", "-P", "-m", "hpml.launcher.torchrun_agent", "--nnodes", "1", "--nproc_per_node", "2",
                    "--max_restarts", "0", "--standalone", "--start-method", "fork", "--run-path",
                    str(REPO / "hpml" / "workloads" / "fork_entry.py"), "hpml.workloads.train",
                    "--config", "/s/points/3/config.yaml"]

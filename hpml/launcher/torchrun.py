@@ -24,6 +24,9 @@ FORK_ENTRY = Path(__file__).resolve().parent.parent / "workloads" / "fork_entry.
 # what torchrun's environment gets with the fork: torch's device check in the agent through NVML, so that CUDA stays
 # uninitialized for the forked workers (workers_forkable)
 FORK_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+# torchrun, started with the cyclic GC paused while it imports torch (torchrun_agent.py): `python -m AGENT <args>`
+# runs torch.distributed.run.main as `torchrun <args>` does
+AGENT = "hpml.launcher.torchrun_agent"
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def workers_forkable(gpus_per_node: int, nvml_works: Callable[[], bool] = nvml_a
 def torchrun_command(spec: JobSpec, rendezvous: Optional[Rendezvous], python: str = sys.executable,
                      fork: bool = True) -> List[str]:
     shape = spec.shape
-    cmd = [*python_argv(python), "-m", "torch.distributed.run", "--nnodes", str(shape.nodes),
+    cmd = [*python_argv(python), "-m", AGENT, "--nnodes", str(shape.nodes),
            "--nproc_per_node", str(shape.workers_per_node), "--max_restarts", "0"]
     if rendezvous is None:
         if shape.nodes != 1:
