@@ -4,17 +4,19 @@ that the `hpml evaluate` tests score (tests/evaluate_study.py)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import pytest
 from hydra import compose, initialize_config_module
@@ -37,15 +39,27 @@ def torchrun_as_a_job_runs_it(workers: int, module: str, *args: str, agent: str 
 T = TypeVar("T")
 
 
+# the environment variables hpml's configs read (`${oc.env:NAME,...}`): a composed config depends on them
+CONF_ENV = sorted(set(re.findall(r"\$\{oc\.env:(\w+)", "".join(
+    path.read_text() for path in (REPO / "hpml" / "conf").rglob("*.yaml")))))
+
+
 @pytest.fixture(scope="session")
 def compose_values():
-    """compose_values(overrides) -> the resolved config as plain values (what a point's config.yaml holds)."""
+    """compose_values(overrides) -> the resolved config as plain values (what a point's config.yaml holds).
+    Composed once per overrides and CONF_ENV's values in this process, a fresh copy each call: a Hydra composition is
+    about 0.2 CPU-s, and tests compose the same preset hundreds of times (issue 41). The conf files do not change
+    during a run; the one value that moves, `${now:...}` in sweep.dir, is the time of the first composition."""
     register_schemas()
+    composed: Dict[Tuple[Tuple[str, ...], Tuple[Optional[str], ...]], dict] = {}
 
     def _compose(overrides: Sequence[str] = ()) -> dict:
-        with initialize_config_module("hpml.conf", version_base="1.3"):
-            cfg = compose("config", overrides=list(overrides))
-            return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        key = (tuple(overrides), tuple(os.environ.get(name) for name in CONF_ENV))
+        if key not in composed:
+            with initialize_config_module("hpml.conf", version_base="1.3"):
+                cfg = compose("config", overrides=list(overrides))
+                composed[key] = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        return copy.deepcopy(composed[key])
 
     return _compose
 
