@@ -49,11 +49,12 @@ def test_the_agent_imports_torch_without_the_cyclic_collector_and_runs_torchrun_
     # hpml's agent (launcher/torchrun_agent.py) against torch's own `python -m torch.distributed.run`, the same
     # arguments: a forked worker inherits its agent's collector counts and frozen objects, so it can tell them apart
     ours, torchs = reports(forked_report())[0], reports(forked_report(agent="torch.distributed.run"))[0]
-    # torch's import collected hundreds of times in torch's agent (433 at the commit), a handful of times in ours
-    # (18: what runs after the collector is back on, torchrun's own start)
+    # torch's import collected hundreds of times in torch's agent (433 here, 311 on the H200's image), a few dozen
+    # times in ours (18 here, 25 there: what runs after the collector is back on, torchrun's own start)
     assert ours["collections_before_the_fork"] * 4 < torchs["collections_before_the_fork"]
-    # what the import made was frozen before torchrun ran, so the worker's collections never walk it
-    assert ours["frozen_before_the_fork"] > 0 == torchs["frozen_before_the_fork"]
+    # what the import made was frozen before torchrun ran, so the worker's collections never walk it: 282,554
+    # objects here against none; 247,327 against 375 on the GPU image's Python 3.12, whose start freezes a few
+    assert ours["frozen_before_the_fork"] > 100 * max(torchs["frozen_before_the_fork"], 1)
     # torchrun otherwise: its arguments, its rank, the same worker
     assert (ours["parent_runs"], torchs["parent_runs"]) == (AGENT, "torch.distributed.run")
     same = [key for key in ours if "fork" not in key and key != "parent_runs"]
