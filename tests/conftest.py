@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
+import gc
 import hashlib
 import io
 import os
@@ -37,6 +38,20 @@ def torchrun_as_a_job_runs_it(workers: int, module: str, *args: str, agent: str 
     return [sys.executable, "-m", agent, "--standalone", "--nproc_per_node", str(workers),
             "--max_restarts", "0", *forked(module, *args)]
 T = TypeVar("T")
+
+
+# Collection imports every test module, and through them torch, pandas and Hydra: hundreds of thousands of
+# long-lived objects, which Python's cyclic collector walked again and again while they were made. Each pytest
+# process that collects (tests/run.sh's two xdist workers, its SLURM part's and its serial part's) collects with the
+# collector paused, then freezes what it holds (`gc.freeze`: a later collection during the tests walks only what the
+# tests make) and turns it back on, as hpml's workers and torchrun's agent do (docs/decisions.md, "stop 56").
+def pytest_sessionstart(session: pytest.Session) -> None:
+    gc.disable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.freeze()
+    gc.enable()
 
 
 # the environment variables hpml's configs read (`${oc.env:NAME,...}`): a composed config depends on them
