@@ -34,6 +34,37 @@ def test_an_unknown_verb_is_refused_with_the_usage(capsys):
     assert capsys.readouterr().err == f"hpml: unknown command 'nope'\n{USAGE}"
 
 
+# each verb's own module, whose main the dispatch calls (hpml/launcher/cli.py's _<verb> functions)
+VERB_MODULES = {"report": "hpml.analysis.report", "compare": "hpml.analysis.compare.report",
+                "evaluate": "hpml.evaluation.cli", "data": "hpml.dataprep.cli", "model-stats": "hpml.models.stats.cli"}
+
+
+@pytest.mark.parametrize("verb", sorted(VERB_MODULES))
+def test_one_shot_verbs_run_without_the_cyclic_collector_and_give_it_back(verb, monkeypatch):
+    """evaluate, data and model-stats compute and end: they run with the collector paused (their imports and models
+    are long-lived objects it would walk again and again); report and compare keep it (they draw many figures,
+    which hold reference cycles). After the verb the collector is as it was, also when the verb fails."""
+    import gc
+    import importlib
+
+    seen = []
+
+    def recorded(argv):
+        seen.append(gc.isenabled())
+        raise FileNotFoundError("the verb's own failure")  # a user error: main turns it into exit status 2
+
+    monkeypatch.setattr(importlib.import_module(VERB_MODULES[verb]), "main", recorded)
+    assert gc.isenabled()
+    assert main([verb]) == 2
+    assert seen == [verb not in ("evaluate", "data", "model-stats")] and gc.isenabled()
+    assert VERBS[verb].collector_paused is (verb in ("evaluate", "data", "model-stats"))
+
+
+def test_verbs_that_wait_on_a_sweep_keep_the_collector():
+    # launch and resume wait on their points for hours: garbage made while they poll must still be collected
+    assert not any(VERBS[verb].collector_paused for verb in ("launch", "resume", "status"))
+
+
 def imported_modules(path: Path) -> set:
     tree = ast.parse(path.read_text())
     found = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}

@@ -13,6 +13,7 @@ after the work; 130 (128 + the signal) interrupted. tests/test_exit_statuses.py 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, NoReturn, Sequence
 
 from hpml.contract.cli_args import OneLineParser
+from hpml.contract.collector import cycle_collection_paused
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,11 @@ class Verb:
     # the process may end without freeing its memory object by object (entry): a verb that starts no child to
     # be joined, registers no exit handler that matters and has closed its files when `run` returns
     exit_unfreed: bool = False
+    # the verb runs with Python's cyclic collector paused (contract/collector.py): a one-shot computation whose
+    # imports (torch, torchvision, scikit-learn) and models are long-lived objects without cycles, which the collector
+    # would walk again and again (`hpml model-stats resnet18` 7.79 -> 6.82 CPU-s, docs/decisions.md "stop 56"); not a
+    # verb that waits on a sweep for hours (launch, resume) or draws many figures (report, compare)
+    collector_paused: bool = False
 
 
 def _launch(argv: List[str]) -> int:
@@ -141,7 +148,7 @@ VERBS: Dict[str, Verb] = {
     "evaluate": Verb("""\
   evaluate DIR --images I [--out D]
                           top-1 of every model a sweep saved (points/*/model.pt) on image folder I/<class>/
-""", _evaluate),
+""", _evaluate, collector_paused=True),
     "data": Verb("""\
   data digits --root R [--ood O] [--seed N] [--train-size N] [--jpeg-folder J] [--force]
                           scikit-learn's digits as CIFAR-10 files under R (no download); O: 50 OOD images;
@@ -150,12 +157,12 @@ VERBS: Dict[str, Verb] = {
                           the four official .gz files of F checked (MD5s as torchvision publishes them) and
                           unpacked to R/FashionMNIST/raw/ (R/MNIST/raw/), where torchvision reads them;
                           O: the first 100 test images of each class rotated 20 degrees (PNG)
-""", _data),
+""", _data, collector_paused=True),
     "model-stats": Verb("""\
   model-stats MODEL [--input 3x224x224] [--batch N] [--no-bias] [--dtype D] [--format md|csv|tex]
               [--out FILE] [--figure PNG] | --inception | --list
                           parameters, activations, MACs and FLOPs per layer (CPU, seconds)
-""", _model_stats),
+""", _model_stats, collector_paused=True),
 }
 
 EXIT_STATUSES = {
@@ -178,8 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command not in VERBS:
         print(f"hpml: unknown command {command!r}\n{USAGE}", file=sys.stderr, end="")
         return 2
+    verb = VERBS[command]
     try:
-        return VERBS[command].run(rest)
+        with cycle_collection_paused() if verb.collector_paused else contextlib.nullcontext():
+            return verb.run(rest)
     except KeyboardInterrupt:  # Ctrl-C outside a running sweep (composing, status, report): nothing to resume
         print("hpml: interrupted", file=sys.stderr)
         return 130
