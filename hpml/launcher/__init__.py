@@ -12,6 +12,7 @@ The launcher never imports a workload: it starts one by its module name (workloa
                         slurm/ (job arrays through submitit's SlurmExecutor, squeue/sacct states, preflight)
     processes.py        whether the process that runs a point is alive (every backend's points)
     point_job.py        what runs on the allocation: one torchrun per node (torchrun.py), state.json
+    torchrun_agent.py   how that torchrun starts: torch's own, with the cyclic GC paused while it imports torch
     jobspec.py          sweep point -> JobSpec and resource shape;  manifest.py: the sweep's manifest.json
     errors.py           LaunchError and one-line config errors
     preflight.py        config checks before launch;  config_store.py: the schemas, registered with Hydra
