@@ -13,6 +13,21 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
+def long_lived_imports() -> Iterator[None]:
+    """The block (a process's start: importing torch) runs without the cyclic collector; on its way out what is alive
+    is frozen (`gc.freeze`: out of the collector's generations, so no later collection walks it) and the collector is
+    back on, where it was on before. For what lives as long as the process: modules, not a model that may be dropped."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.freeze()
+            gc.enable()
+
+
+@contextlib.contextmanager
 def cycle_collection_paused() -> Iterator[None]:
     """The block runs without the cyclic collector; on its way out the collector is as it was before. Nothing is
     frozen: what the block built may become garbage later and is then collected as usual."""

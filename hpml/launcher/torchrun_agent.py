@@ -13,19 +13,15 @@ The launcher never imports this module (its import of torch is inside main); it 
 (launcher/torchrun.py).
 """
 
-import gc
 import sys
+
+from hpml.contract.collector import long_lived_imports
 
 
 def main() -> None:
     sys.argv[0] = "torchrun"  # its usage and error lines name the command users know, as torch's console script does
-    collecting = gc.isenabled()
-    gc.disable()
-    from torch.distributed.run import main as torchrun
-
-    if collecting:
-        gc.freeze()
-        gc.enable()
+    with long_lived_imports():
+        from torch.distributed.run import main as torchrun
     torchrun()  # parses sys.argv[1:]; a failed worker raises, and the agent exits 1 with torchrun's message
 
 
