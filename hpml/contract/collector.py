@@ -13,28 +13,17 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def long_lived_imports() -> Iterator[None]:
-    """The block (a process's start: importing torch) runs without the cyclic collector; on its way out what is alive
-    is frozen (`gc.freeze`: out of the collector's generations, so no later collection walks it) and the collector is
-    back on, where it was on before. For what lives as long as the process: modules, not a model that may be dropped."""
+def cycle_collection_paused(frozen_after: bool = False) -> Iterator[None]:
+    """The block runs without the cyclic collector; on its way out the collector is as it was before. By default
+    nothing is frozen: what the block built may become garbage later and is then collected as usual. frozen_after,
+    for what lives as long as the process (a process's imports, torchrun_agent.py): what is alive is frozen
+    (`gc.freeze`) before the collector is back on, so no later collection walks it."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
-            gc.freeze()
-            gc.enable()
-
-
-@contextlib.contextmanager
-def cycle_collection_paused() -> Iterator[None]:
-    """The block runs without the cyclic collector; on its way out the collector is as it was before. Nothing is
-    frozen: what the block built may become garbage later and is then collected as usual."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
+            if frozen_after:
+                gc.freeze()
             gc.enable()

@@ -15,12 +15,12 @@ The launcher never imports this module (its import of torch is inside main); it 
 
 import sys
 
-from hpml.contract.collector import long_lived_imports
+from hpml.contract.collector import cycle_collection_paused
 
 
 def main() -> None:
     sys.argv[0] = "torchrun"  # its usage and error lines name the command users know, as torch's console script does
-    with long_lived_imports():
+    with cycle_collection_paused(frozen_after=True):
         from torch.distributed.run import main as torchrun
     torchrun()  # parses sys.argv[1:]; a failed worker raises, and the agent exits 1 with torchrun's message
 
