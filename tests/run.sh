@@ -7,7 +7,9 @@
 #   1. the tests that neither time anything nor need the cluster, on HPML_TEST_WORKERS pytest-xdist workers
 #      (default 2, one per core of the 2-core machine it is timed on): the suite waits on subprocesses
 #      (torchrun, gloo, polling) much of its time, so a second worker fills the idle core. --dist loadfile
-#      keeps a file's tests on one worker, so a module's shared sweep (module-scoped fixture) is made once.
+#      keeps a file's tests on one worker, so a module's shared sweep (module-scoped fixture) is made once; the
+#      files go out heaviest first (tests/file_order.py, with --no-loadscope-reorder: xdist's own order puts the files
+#      with the most tests first, and the heaviest have few), so the part ends with light files on both workers.
 #   2. meanwhile, the SLURM tests (marker `slurm`), one at a time: one cluster, and mostly waiting on it
 #      (queueing, a requeue held 15 s: cred_expire in tests/slurm/cluster.sh). Their output is printed after part 1's.
 #   3. then the tests marked `serial`, alone on the machine: only those whose claim is a ratio of two things that
@@ -36,7 +38,8 @@ slurm_log=$(mktemp)
 # shellcheck disable=SC2046  # one word per file name: test file names have no spaces
 python -m pytest -q -p no:cacheprovider -m "slurm and not serial" $(marked slurm "$@") "$@" >"$slurm_log" 2>&1 &
 slurm_pid=$!
-python -m pytest -q -n "${HPML_TEST_WORKERS:-2}" --dist loadfile -m "not slurm and not serial" "$@"
+python -m pytest -q -n "${HPML_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder -p tests.file_order \
+    -m "not slurm and not serial" "$@"
 parallel=$?
 wait "$slurm_pid"
 slurm=$?
