@@ -23,11 +23,16 @@
 # Python processes that import hpml's modules, and each pytest rewrites the test modules' asserts; without the cache
 # every one compiles them again (docs/results/test-suite-speed.md, "stop 54"). The caches are the __pycache__
 # folders that .gitignore already leaves out.
+# Each test process computes on one CPU thread (OMP_NUM_THREADS=1, unless it is set already): three streams of
+# processes share the two cores (two xdist workers and the SLURM part), and torch's default of a thread per core
+# made each parallel region's threads wait on a core another process held (docs/results/test-suite-speed.md,
+# "stop 57"). hpml's points set their own from resources.cpus_per_worker, as they do for users.
 # Without arguments, the SLURM part and the serial part collect only the files that hold their marker's tests,
 # instead of importing every test module to keep a few; with arguments (a path, -k ...), every part collects as asked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 marked() {  # the test files that hold tests of marker $1 (tests/part_markers.py), none where arguments select
     if [ "$#" -gt 1 ]; then return; fi
     python -m tests.part_markers "$1"  # should it print nothing, the part collects every file: slower, not wrong
