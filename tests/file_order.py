@@ -5,14 +5,15 @@ Under `--dist loadfile` a file's tests run on one worker, and xdist hands out th
 those that launch sweeps and they have few tests, so by the number of tests they came last, and the run ended with
 one worker alone in a heavy file while the other core idled. Longest first, the run ends with light files on both.
 
-tests/file_seconds.txt (under the rootdir) says what each file took (seconds, then the file's path, one a line, heaviest first).
-A file it does not list (a new one) goes first, as if it were the heaviest: a light file first costs nothing, a heavy
-one last costs its length. The order is the only use of the list: a stale list makes the run no slower than xdist's
-default order, never wrong. `python -m tests.file_order REPORT.xml` writes it again from a run's `--junitxml` report.
+tests/file_seconds.txt (under the rootdir) says what each file took: seconds, then the file's path, one a line,
+heaviest first. A file it does not list (a new one) goes first, as if it were the heaviest: a light file first costs
+nothing, a heavy one last costs its length. The order is the only use of the list: a stale list can make the order
+worse, never a test wrong. `python -m tests.file_order REPORT.xml` writes it again from a run's `--junitxml` report.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
@@ -25,12 +26,18 @@ SECONDS = Path("tests") / "file_seconds.txt"  # under the rootdir
 
 
 def recorded_seconds(text: str) -> Dict[str, float]:
-    """{test file path as pytest names it (tests/test_x.py): seconds} from file_seconds.txt's text."""
+    """{test file path as pytest names it (tests/test_x.py): seconds} from file_seconds.txt's text; a line that is
+    not `SECONDS PATH` (a comment, #, aside) is a ValueError naming it."""
     seconds = {}
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip() and not line.startswith("#"):
-            took, path = line.split(maxsplit=1)
-            seconds[path] = float(took)
+            took, _, path = line.strip().partition(" ")
+            try:
+                seconds[path.strip()] = float(took)
+            except ValueError:
+                raise ValueError(f"line {number} is not 'SECONDS PATH': {line!r}") from None
+            if not path.strip() or not math.isfinite(seconds[path.strip()]):
+                raise ValueError(f"line {number} is not 'SECONDS PATH': {line!r}")
     return seconds
 
 
@@ -45,14 +52,19 @@ def heaviest_first(items: List[pytest.Item], seconds: Dict[str, float]) -> List[
 @pytest.hookimpl(trylast=True)  # after the other hooks have kept or dropped items: only the order changes
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     listed = config.rootpath / SECONDS
-    items[:] = heaviest_first(items, recorded_seconds(listed.read_text()) if listed.is_file() else {})
+    try:
+        seconds = recorded_seconds(listed.read_text()) if listed.is_file() else {}
+    except (ValueError, OSError) as unusable:  # one line, as any bad input here; the tests themselves are fine
+        raise pytest.UsageError(f"{listed}: {unusable} (tests/file_order.py; write it again with python -m "
+                                "tests.file_order REPORT.xml)") from None
+    items[:] = heaviest_first(items, seconds)
 
 
 def seconds_per_file(report: str) -> Dict[str, float]:
     """{tests/test_x.py: seconds} from a pytest --junitxml report: each test's time (its setup, with a module
     fixture's, its call and its teardown), summed over the file's tests."""
     seconds: Dict[str, float] = defaultdict(float)
-    for case in ElementTree.parse(report).iter("testcase"):
+    for case in ElementTree.parse(report).iter("testcase"):  # ParseError (a SyntaxError) if it is no XML
         path = case.get("classname", "").split(".")  # tests.test_x or tests.test_x.TestClass
         module = next((i for i, part in enumerate(path) if part.startswith("test_")), None)
         if module is not None:
@@ -73,6 +85,11 @@ if __name__ == "__main__":  # python -m tests.file_order REPORT.xml [OUT (defaul
         sys.exit("usage: python -m tests.file_order REPORT.xml [OUT]: REPORT.xml a pytest --junitxml report, OUT "
                  f"the list to write (default {SECONDS}); got {sys.argv[1:]}")
     out = Path(sys.argv[2] if len(sys.argv) == 3 else SECONDS)
-    out.write_text(file_seconds_text(seconds_per_file(sys.argv[1]), " ".join(["python -m tests.file_order",
-                                                                              *sys.argv[1:]])))
+    try:
+        measured = seconds_per_file(sys.argv[1])
+    except (ElementTree.ParseError, ValueError) as unreadable:
+        sys.exit(f"{sys.argv[1]}: not a pytest --junitxml report ({unreadable}); nothing written")
+    if not measured:
+        sys.exit(f"{sys.argv[1]}: no test of a tests/test_*.py file in it; nothing written")
+    out.write_text(file_seconds_text(measured, " ".join(["python -m tests.file_order", *sys.argv[1:]])))
     print(f"wrote {out}")

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 from tests.file_order import file_seconds_text, recorded_seconds, seconds_per_file
 
@@ -72,3 +74,31 @@ def test_the_list_is_written_from_a_real_report_and_a_wrong_call_is_one_line(tmp
                            capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 1 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
     assert wrong.stderr.startswith("usage: python -m tests.file_order REPORT.xml [OUT]")
+
+
+@pytest.mark.parametrize("line", ["fast tests/test_a.py", "5.0", "nan tests/test_a.py", "5.0 "])
+def test_a_damaged_list_stops_the_collection_in_one_line_naming_it(tmp_path, line):
+    made_up_suite(tmp_path)
+    (tmp_path / "tests" / "file_seconds.txt").write_text(f"1.0 tests/test_b.py\n{line}\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p",
+                           "tests.file_order", "tests"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    (said,) = [text for text in done.stderr.splitlines() if "file_seconds.txt" in text]
+    assert "line 2 is not 'SECONDS PATH'" in said and "python -m tests.file_order REPORT.xml" in said
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("report, says", [
+    ("not xml", "not a pytest --junitxml report"),
+    ("<testsuites><testsuite><testcase classname='tests.test_a' name='t' time='abc'/></testsuite></testsuites>",
+     "not a pytest --junitxml report"),
+    ("<testsuites><testsuite></testsuite></testsuites>", "no test of a tests/test_*.py file in it"),
+])
+def test_a_report_it_cannot_use_is_one_line_and_writes_nothing(tmp_path, report, says):
+    (tmp_path / "report.xml").write_text(report)
+    out = tmp_path / "seconds.txt"
+    done = subprocess.run([sys.executable, "-m", "tests.file_order", str(tmp_path / "report.xml"), str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert says in done.stderr and "nothing written" in done.stderr and not out.exists()
