@@ -33,11 +33,12 @@ def recorded_seconds(text: str) -> Dict[str, float]:
         if line.strip() and not line.startswith("#"):
             took, _, path = line.strip().partition(" ")
             try:
-                seconds[path.strip()] = float(took)
+                value = float(took)
             except ValueError:
-                raise ValueError(f"line {number} is not 'SECONDS PATH': {line!r}") from None
-            if not path.strip() or not math.isfinite(seconds[path.strip()]):
+                value = math.nan
+            if not path.strip() or not math.isfinite(value):
                 raise ValueError(f"line {number} is not 'SECONDS PATH': {line!r}")
+            seconds[path.strip()] = value
     return seconds
 
 
