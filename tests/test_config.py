@@ -34,6 +34,9 @@ def test_every_experiment_preset_composes(compose_values, preset):
 def test_quickstart_is_weak_scaling_over_one_and_two_workers(compose_values):
     values = compose_values(["experiment=quickstart"])
     assert values["sweep"]["name"] == "quickstart"
+    # what the README says it runs (test_local_launch.py launches it on fewer images)
+    assert (values["workload"]["model"], values["workload"]["synthetic_samples"], values["workload"]["epochs"]) == (
+        "resnet18", 512, 3)
     assert config_from_dict(values).workload.scaling == Scaling.weak
 
 
