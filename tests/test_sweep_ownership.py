@@ -22,11 +22,12 @@ from tests.conftest import HPML, run_hpml
 
 @pytest.fixture(scope="module")
 def finished_sweep(tmp_path_factory, hpml_in) -> Path:
-    """A finished tiny sweep of two points, launched once; each test works on its own copy. hpml's small CNN: the
-    claims are of the sweep's files, which any workload writes alike, and its points (this launch and the three
-    resumes that rerun them) cost less than the synthetic workload's ResNet-18 ones did (issue 41)."""
+    """A finished tiny sweep of two points, launched once; each test works on its own copy. The hardware probe at
+    its tiny size: the claims are of the sweep's files, which any workload writes alike, and its points (this
+    launch and the three resumes that rerun them) cost less than training ones (issue 41: hpml's small CNN's, and
+    the synthetic workload's ResNet-18 before them; docs/results/test-suite-speed.md "stop 58")."""
     root = tmp_path_factory.mktemp("ownership")
-    done = hpml_in(root, "launch", "experiment=tiny/train", "workload.model=hpml_cnn", "sweep.seed=0,1", timeout=300)
+    done = hpml_in(root, "launch", "experiment=tiny/probe", "sweep.seed=0,1", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return (root / "sweeps" / "latest").resolve()
 
@@ -61,10 +62,10 @@ def test_a_result_that_is_not_the_points_own_is_rerun_and_kept_aside(sweep, tmp_
     result = sweep / "points/1/result.json"
     if how == "another_point":
         shutil.copy(sweep / "points/0/result.json", result)
-        expected = "it is the result of point 0 of sweep 'tiny_train', not of point 1"
+        expected = "it is the result of point 0 of sweep 'tiny_probe', not of point 1"
     else:
         edit(result, lambda doc: doc["identity"].update(sweep="another_sweep"))
-        expected = "it is the result of sweep 'another_sweep', not of this sweep 'tiny_train'"
+        expected = "it is the result of sweep 'another_sweep', not of this sweep 'tiny_probe'"
     copied, finished = digest(result), digest(sweep / "points/0/result.json")
 
     status = run_hpml(["status", str(sweep)], cwd=tmp_path)
@@ -72,7 +73,7 @@ def test_a_result_that_is_not_the_points_own_is_rerun_and_kept_aside(sweep, tmp_
     resume = run_hpml(["resume", str(sweep)], cwd=tmp_path, timeout=300)
 
     assert resume.returncode == 0 and "Traceback" not in resume.stderr, resume.stdout + resume.stderr
-    assert "resuming 1 of 2 point(s) of tiny_train: 1" in resume.stdout
+    assert "resuming 1 of 2 point(s) of tiny_probe: 1" in resume.stdout
     assert [s.state for s in current_states(sweep)] == ["completed", "completed"]
     assert digest(sweep / "points/1/attempts/0/result.json") == copied  # kept, not deleted
     assert digest(sweep / "points/0/result.json") == finished
