@@ -5,6 +5,8 @@ unless it is the launcher's own (launch, status, resume); the launcher imports n
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,18 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
     done = run_hpml(args, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.startswith(f"hpml: error: {says}"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+# A launch that is refused or only printed submits nothing, so it starts without submitit (and its asyncio, ssl,
+# logging.config: about a third of such a start's CPU, docs/results/test-suite-speed.md, "stop 59") and without
+# torch; the module that submits imports it (launcher/backends/local/runner.py, slurm/submit.py).
+IMPORTED = ("import sys; from hpml.launcher.cli import main; code = main(sys.argv[1:]); "
+            "print(code, sorted(m for m in ('submitit', 'torch', 'pandas') if m in sys.modules))")
+
+
+@pytest.mark.parametrize("args", [["launch", "resources.nodes=0"], ["launch", "--dry-run"]], ids=["refused", "dry-run"])
+def test_a_launch_that_submits_nothing_imports_neither_submitit_nor_torch(tmp_path, args):
+    done = subprocess.run([sys.executable, "-c", IMPORTED, *args], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    code = "2" if args[1] == "resources.nodes=0" else "0"
+    assert done.stdout.splitlines()[-1] == f"{code} []", done.stdout + done.stderr

@@ -3,6 +3,7 @@ written only by a launch or dry run that passed its checks, read back equal, key
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -58,7 +59,6 @@ def test_the_kept_answer_is_the_computed_one_and_reading_it_imports_no_torch(tmp
 
 def test_a_damaged_or_foreign_cache_file_is_computed_again(tmp_path, monkeypatch):
     from hpml.conf import model_input
-    from hpml.contract import model_answers
 
     monkeypatch.setenv("HPML_CACHE_DIR", str(tmp_path))
     key = ("hpml_cnn", 28, 10, False, 1)
@@ -71,7 +71,7 @@ def test_a_damaged_or_foreign_cache_file_is_computed_again(tmp_path, monkeypatch
         assert model_input.meta_forward(*key) == right
     # another version of torch, torchvision or hpml's model code is another key
     model_input._code_version.cache_clear()
-    monkeypatch.setattr(model_answers.metadata, "version", lambda dist: "0.0-other")
+    monkeypatch.setattr(importlib.metadata, "version", lambda dist: "0.0-other")  # model_answers imports it late
     assert model_input._cache_path(key).name != kept.name
     monkeypatch.undo()
     model_input._code_version.cache_clear()

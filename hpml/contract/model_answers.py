@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -27,6 +26,8 @@ MODELS = Path(__file__).parents[1] / "models"
 def model_code_version(*sources: Path) -> str:
     """torch's and torchvision's versions and the source of hpml's models and of `sources`, hashed (callers cache
     it: it reads every model file)."""
+    from importlib import metadata  # here, not at the top: every `hpml` start imports this module (issue 41)
+
     digest = hashlib.sha256()
     for dist in ("torch", "torchvision"):
         try:

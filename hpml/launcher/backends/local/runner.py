@@ -20,9 +20,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set
-
-import submitit
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Set
 
 from hpml.contract.jsonio import read_json, utc_now, write_json_atomic
 from hpml.contract.sweep_layout import JOBS_DIR, STATE_FILE, point_dir
@@ -31,6 +29,9 @@ from hpml.launcher.child_python import python_shell, safe_path_environment
 from hpml.launcher.failure_reason import died_before_start
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.point_job import INTERRUPTED, STOP_SIGNALS, PointJob, interrupted_reason
+
+if TYPE_CHECKING:  # imported where a job is submitted: a refused or dry-run launch never needs it (issue 41)
+    import submitit
 
 # How long a stopped launch waits for its running points to wind down: torchrun gives its workers 30 s
 # between SIGTERM and SIGKILL, plus time to start up and write state.json. A second Ctrl-C stops waiting.
@@ -88,6 +89,8 @@ def local_job_log(sweep_dir: Path, job_id: str) -> Path:
 
 
 def local_executor(folder: Path, shape: ResourceShape) -> submitit.LocalExecutor:
+    import submitit
+
     executor = submitit.LocalExecutor(folder=str(folder), python=python_shell())  # not the user's folder first
     executor.update_parameters(timeout_min=shape.time_min, gpus_per_node=shape.gpus_per_node,
                                tasks_per_node=1)  # one task per node: it runs torchrun

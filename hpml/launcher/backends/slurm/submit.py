@@ -15,9 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
-
-import submitit
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hpml.contract.sweep_layout import JOBS_DIR
 from hpml.launcher.backends.slurm.requests import gpu_request
@@ -25,6 +23,9 @@ from hpml.launcher.child_python import python_shell
 from hpml.launcher.jobspec import JobSpec, ResourceShape, group_by_shape
 from hpml.launcher.packed_job import PackedJob
 from hpml.launcher.point_job import PointJob
+
+if TYPE_CHECKING:  # imported where a job is submitted: a refused or dry-run launch never needs it (issue 41)
+    import submitit
 
 # SIGUSR2 this long before the time limit: PointJob.checkpoint() then requeues the point, which resumes
 # from its last epoch checkpoint.
@@ -115,6 +116,8 @@ def executor_parameters(shape: ResourceShape, max_parallel: int) -> Dict:
 def outside_of_any_job():
     """A launch from inside a job must not pass that job's SLURM_* variables on (submitit's clean_env),
     but SLURM_CONF says which cluster to talk to and must stay."""
+    import submitit.helpers
+
     slurm_conf = os.environ.get("SLURM_CONF")
     with submitit.helpers.clean_env():
         if slurm_conf:
@@ -167,6 +170,8 @@ def submit_arrays(sweep_dir: Path, specs: Sequence[JobSpec], max_parallel: int, 
     """Submits the points, one array at a time, at most `max_jobs` array tasks (None: all); on_array(its points)
     right after each sbatch, so what was queued is on record even when a later sbatch is refused (SbatchRefused).
     Nothing waits for the jobs. Returns the points held back by max_jobs, not submitted."""
+    import submitit
+
     array_number, queued, room = 0, set(), max_jobs
     for shape, units in job_units(specs):
         for part in chunks(units, array_limit):
