@@ -100,14 +100,18 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
 
 # A launch that is refused or only printed submits nothing, so it starts without submitit (and its asyncio, ssl,
 # logging.config: about a third of such a start's CPU, docs/results/test-suite-speed.md, "stop 59") and without
-# torch; the module that submits imports it (launcher/backends/local/runner.py, slurm/submit.py).
+# torch; the module that submits imports it (launcher/backends/local/runner.py, slurm/submit.py). `hpml status`
+# composes nothing, so it starts without Hydra too (launcher/errors.py imports Hydra's errors where it reads one).
 IMPORTED = ("import sys; from hpml.launcher.cli import main; code = main(sys.argv[1:]); "
-            "print(code, sorted(m for m in ('submitit', 'torch', 'pandas') if m in sys.modules))")
+            "print(code, sorted(m for m in ('submitit', 'torch', 'pandas', 'hydra') if m in sys.modules))")
 
 
-@pytest.mark.parametrize("args", [["launch", "resources.nodes=0"], ["launch", "--dry-run"]], ids=["refused", "dry-run"])
-def test_a_launch_that_submits_nothing_imports_neither_submitit_nor_torch(tmp_path, args):
+@pytest.mark.parametrize("args, code, imported", [
+    (["launch", "resources.nodes=0"], 2, ["hydra"]),
+    (["launch", "--dry-run"], 0, ["hydra"]),
+    (["status", "no_such_sweep"], 2, []),
+], ids=["refused", "dry-run", "status"])
+def test_a_verb_that_submits_nothing_imports_neither_submitit_nor_torch(tmp_path, args, code, imported):
     done = subprocess.run([sys.executable, "-c", IMPORTED, *args], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
-    code = "2" if args[1] == "resources.nodes=0" else "0"
-    assert done.stdout.splitlines()[-1] == f"{code} []", done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"{code} {imported}", done.stdout + done.stderr

@@ -6,9 +6,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator, Optional
 
-from hydra.errors import MissingConfigException, OverrideParseException
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
-
 from hpml.launcher.override_errors import parse_error_line
 
 
@@ -38,6 +35,10 @@ def _squash(text: str) -> str:
 
 
 def one_line(error: BaseException) -> str:
+    # imported here: the verbs that only raise LaunchError (status, resume) start without Hydra (issue 41)
+    from hydra.errors import MissingConfigException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
     from hpml.conf.validation import ConfigValueError
 
     for link in _chain(error):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
 
-from hpml.conf.schema import ClusterKind, HpmlConfig
 from hpml.contract.sweep_layout import CONFIG_FILE
+
+if TYPE_CHECKING:  # annotations only: a point's job (submitit's task) unpickles this module without the schema
+    from hpml.conf.schema import ClusterKind, HpmlConfig
 
 
 @dataclass(frozen=True)
