@@ -25,15 +25,19 @@ pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one clu
 
 SUBMIT_RATIO = 10  # 1,000 points against 10: measured ratio and its reason in docs/results/test-suite-speed.md
 
-# hpml's small CNN, not the train workload's default ResNet-18: these tests are of scheduling (what is submitted,
-# requeued, cancelled, resumed, which node ran what), which any model shows; ResNet-18's 8 steps on a CPU cost each
-# worker about 2-3 s more (issue 41). The requeue test below keeps ResNet-18: its claim needs epochs of seconds.
+# hpml's small CNN, not the train workload's default ResNet-18, where a test needs training (two-node DDP): any model
+# shows which node ran which rank, and ResNet-18's 8 steps on a CPU cost each worker about 2-3 s more (issue 41). The
+# requeue test below keeps ResNet-18: its claim needs epochs of seconds.
 SMALL = ["workload.model=hpml_cnn", "workload.epochs=2", "workload.synthetic_samples=128", "workload.batch_size=32"]
 # A waiting launch (and resume) looks at its jobs every 2 s (the launcher's floor, MIN_POLL_S), backing off to 4 s,
 # not 5 s backing off to 30 s (conf/cluster/slurm.yaml): a test's points run for seconds, and the default saw the
 # end of a 12-second job up to 20 s late (issue 41). A look is one squeue (and one sacct for jobs that left the
 # queue): milliseconds of CPU. The back-off itself is tested (test_slurm_unattended.py) with its own values.
 QUICK_LOOKS = ["cluster.poll_s=2", "cluster.poll_max_s=4"]
+# The hardware probe at its tiny size: the cheapest real point (about 4.5 CPU-s, every process; SMALL's about 6.7:
+# docs/results/test-suite-speed.md, "stop 58"), for the tests whose claim is what SLURM was asked and gave (the
+# script, its GPUs, a refusal, a cancellation), not what a worker trains (issue 41)
+PROBE = ["experiment=tiny/probe", "cluster=slurm", *QUICK_LOOKS]
 # Queued, never started while the test runs: for tests of what is submitted, not of what runs (a task that starts
 # before the test cancels it only costs CPU: a job, its Python and torchrun starting, then killed)
 HELD = "cluster.sbatch_extra.begin=now+60minutes"
@@ -132,7 +136,7 @@ def test_memory_features_and_gres_types_the_nodes_lack_are_refused_before_queuei
 
 
 def test_typed_gres_in_sbatch_extra_as_the_readme_writes_it(hpml, tmp_path):
-    done = hpml("launch", "cluster=slurm", *SMALL, *QUICK_LOOKS, "resources.gpus_per_node=2",
+    done = hpml("launch", *PROBE, "resources.gpus_per_node=2", "resources.workers_per_node=2",  # one a GPU
                 'cluster.sbatch_extra={gres: "gpu:fake:2"}')
     assert done.returncode == 0, done.stdout + done.stderr
     folder = sweep_dir_of(tmp_path) / "points" / "0"
@@ -163,8 +167,7 @@ def test_an_sbatch_refusal_is_one_line_and_resume_submits_once_the_cause_is_fixe
     does not exist yet. The first array's job is on record; the refused point waits, not submitted, and
     `hpml resume` submits it (only it) once the reservation exists."""
     reservations("hpml_first", "n1")
-    done = hpml("launch", "-m", "cluster=slurm", *SMALL, *QUICK_LOOKS,
-                "cluster.sbatch_extra.reservation=hpml_first,hpml_later")
+    done = hpml("launch", "-m", *PROBE, "cluster.sbatch_extra.reservation=hpml_first,hpml_later")
     assert done.returncode == 2
     sweep = sweep_dir_of(tmp_path)
     assert done.stderr.strip().splitlines() == [
@@ -220,8 +223,7 @@ def test_two_node_ddp_runs_one_torchrun_per_node(hpml, tmp_path):
 
 
 def test_gpus_per_node_is_requested_as_gres_and_slurm_sets_cuda_visible_devices(hpml, tmp_path):
-    done = hpml("launch", "cluster=slurm", *SMALL, *QUICK_LOOKS, "resources.gpus_per_node=2",
-                "resources.workers_per_node=1")
+    done = hpml("launch", *PROBE, "resources.gpus_per_node=2", "resources.workers_per_node=2")  # one a GPU
     assert done.returncode == 0, done.stdout + done.stderr
     folder = sweep_dir_of(tmp_path) / "points" / "0"
     assert "#SBATCH --gpus-per-node=2" in (folder / "sbatch.sh").read_text()
@@ -292,9 +294,8 @@ def test_cancelled_points_are_resumed_and_finished_results_are_untouched(hpml, t
     # A waiting launch, in the background: it ends once every point has (the one that ran, the two cancelled), and
     # queues no report job (sweep.wait=false would, and it would run `hpml report` twice: after the cancellations
     # and after the resume; the report job is tested in tests/test_slurm_unattended.py)
-    launch = subprocess.Popen(HPML + ["launch", "-m", "cluster=slurm", "cluster.max_parallel=1", *SMALL, *QUICK_LOOKS,
-                                      "workload.lr=0.01,0.02,0.03"], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    launch = subprocess.Popen(HPML + ["launch", "-m", *PROBE, "cluster.max_parallel=1", "workload.reps=1,2,3"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: list(tmp_path.glob("sweeps/*/points/0/result.json")) or launch.poll() is not None, 180,
                    "point 0's result")

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_slurm import HELD, QUICK_LOOKS, manifest_of, sacct_state, slurm_cluster, sweep_dir_of  # noqa: F401 (fixture)
+from tests.test_slurm import HELD, PROBE, manifest_of, sacct_state, slurm_cluster, sweep_dir_of  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slurm
 
-PROBE = ["experiment=tiny/probe", "cluster=slurm", *QUICK_LOOKS]
 HUGE = 2 ** 36  # bytes: one float32 buffer more than this 24 GiB machine has, so the CPU allocator says no
 
 

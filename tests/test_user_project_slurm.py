@@ -37,8 +37,9 @@ def test_launch_resume_and_report_jobs_on_slurm_import_nothing_of_the_users_fold
     home, env = project
     env = {**env, "SLURM_CONF": os.environ["SLURM_CONF"]}  # set by the slurm_cluster fixture
     root = home / "slurm_sweeps"
-    launched = hpml_from(home, env, "launch", "experiment=tiny/train", "cluster=slurm", "sweep.wait=false",
-                         *QUICK_LOOKS, f"sweep.root={root}")  # the resume below waits with these
+    # hpml's small CNN: the claim is what the jobs import (hpml's models package among it), not ResNet-18's steps
+    launched = hpml_from(home, env, "launch", "experiment=tiny/train", "workload.model=hpml_cnn", "cluster=slurm",
+                         "sweep.wait=false", *QUICK_LOOKS, f"sweep.root={root}")  # the resume below waits with these
     assert launched.returncode == 0, launched.stdout + launched.stderr
     (sweep,) = [d for d in root.iterdir() if d.name != "latest"]
     first_report = manifest_of(sweep)["report_job"]["job_id"]
