@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import hpml_here
 from tests.test_slurm import HELD, PROBE, manifest_of, sacct_state, slurm_cluster, sweep_dir_of  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slurm
@@ -118,7 +119,7 @@ def test_grow_doubles_host_memory_until_max_attempts_and_says_so(hpml, tmp_path)
     attempt = json.loads((sweep / "points/0/attempts/0/attempt.json").read_text())
     assert attempt["resources"]["mem_gb"] == 1 and attempt["state"] == "oom"
     assert (sweep / "points/0/attempts/0/result.json").exists() and (sweep / "points/0/result.json").exists()
-    report = hpml("report", str(sweep), "--out", str(tmp_path / "report"))  # only the final attempt is read
+    report = hpml_here(["report", str(sweep), "--out", str(tmp_path / "report")], tmp_path)  # the final attempt
     assert report.returncode == 0, report.stdout + report.stderr
     assert "## Results not in a table (1)" in report.stdout and "attempts" not in report.stdout, report.stdout
 

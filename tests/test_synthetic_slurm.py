@@ -9,6 +9,8 @@ import json
 import pytest
 from test_slurm import QUICK_LOOKS, slurm_cluster, sweep_dir_of  # noqa: F401  (autouse: fails with what to do if the cluster is down)
 
+from tests.conftest import hpml_here
+
 pytestmark = pytest.mark.slurm  # tests/run.sh runs these one at a time (one cluster), beside the parallel pass
 
 
@@ -30,7 +32,7 @@ def test_synthetic_ddp_and_horovod_style_over_two_nodes(hpml, tmp_path):
         assert result["status"] == "ok" and result["environment"]["world_size"] == 2
         assert sorted(rank["slurm_node"] for rank in result["environment"]["ranks"]) == ["n1", "n2"]
         assert len(result["measurements"]["iteration_time_s_per_rank"]) == 2  # both nodes' ranks kept
-    report = hpml("report", str(sweep))
+    report = hpml_here(["report", str(sweep)], tmp_path)  # in this process: its text is the claim
     assert report.returncode == 0, report.stderr
     assert "All-reduce implementations compared: N = 2 (2 × 1)" in report.stdout
 
@@ -43,7 +45,7 @@ def test_allreduce_over_two_nodes_side_by_side_with_the_bare_loop(hpml, tmp_path
     for result in results_of(sweep):
         assert result["status"] == "ok" and result["derived"]["all_correct"] is True
         assert sorted(rank["slurm_node"] for rank in result["environment"]["ranks"]) == ["n1", "n2"]
-    report = hpml("report", str(sweep))
+    report = hpml_here(["report", str(sweep)], tmp_path)  # in this process: its text is the claim
     assert report.returncode == 0, report.stderr
     assert "hpml's timed loop vs a bare all_reduce loop" in report.stdout
     assert (sweep / "report" / "allreduce_busbw.png").exists()
