@@ -10,7 +10,7 @@ import pytest
 from hpml.analysis.allreduce.plots import size_text
 from hpml.analysis.report import main as report_main
 from hpml.analysis.synthetic.sections import duration_text
-from tests.conftest import ALLREDUCE_VS_BARE, launch_stdout, own_copy
+from tests.conftest import ALLREDUCE_VS_BARE, hpml_here, launch_stdout, own_copy
 from tests.factories import write_result as write
 from tests.factories.allreduce import allreduce_result
 
@@ -77,13 +77,13 @@ def test_duration_text(seconds, text):
     assert duration_text(seconds) == text
 
 
-def test_hpml_launch_allreduce_vs_bare_then_report(hpml, tmp_path, shared_sweep):
+def test_hpml_launch_allreduce_vs_bare_then_report(tmp_path, shared_sweep):
     """The allreduce_vs_bare preset cut to 1..64 KiB: 2 gloo workers, impl=hpml and raw, then `hpml report`. Launched
     once per test run (test_allreduce.py reads the same sweep); the report is written into this test's copy."""
     launched = shared_sweep(*ALLREDUCE_VS_BARE)
     assert "[allreduce_vs_bare] 2/2 done" in launch_stdout(launched)
     sweep = own_copy(launched, tmp_path / "sweep")
-    report = hpml("report", str(sweep))
+    report = hpml_here(["report", str(sweep)], tmp_path)  # in this process: its text is the claim (issue 41)
     assert report.returncode == 0, report.stderr
     assert "## allreduce_vs_bare · allreduce" in report.stdout
     assert report.stdout.count("| 64 KiB |") == 3  # hpml's row, raw's row, and the side-by-side row

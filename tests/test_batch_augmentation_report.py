@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from tests.conftest import run_hpml
+from tests.conftest import hpml_here, run_hpml
 
 # --- end to end: the digits preset through hpml launch, then hpml report ------------------------------------------
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
     root = tmp_path_factory.mktemp("digits")
-    done = run_hpml(["data", "digits", "--root", str(root / "data"), "--ood", str(root / "ood")], cwd=root)
+    done = hpml_here(["data", "digits", "--root", str(root / "data"), "--ood", str(root / "ood")], cwd=root)
     assert done.returncode == 0, done.stderr
     return root / "data"
 
@@ -58,7 +58,7 @@ def test_the_tiny_digits_preset_trains_two_copies_in_chunks_and_reports_them(dig
     assert m["lr_last"] == pytest.approx([0.1, 0.01])  # milestone 1.5: the second half of epoch 2 at lr / 10
     forward, step = m["phase_time_s"]["forward"][1], m["step_time_s"][1]
     assert all(f > 0 for f in forward) and len(forward) == len(step) == SAMPLES // BATCH
-    report = run_hpml(["report", str(sweep), "--out", str(tmp_path / "report")], cwd=tmp_path)
+    report = hpml_here(["report", str(sweep), "--out", str(tmp_path / "report")], cwd=tmp_path)  # its files are the claim
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "## Batch augmentation" in text and "### Batch augmentation: cifar_resnet8, no target, cpu, device path" in text

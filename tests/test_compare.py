@@ -75,7 +75,7 @@ def test_a_really_slower_candidate_is_worse_and_gates_ci(sweeps, tmp_path):
 
 def test_the_same_preset_twice_matches_every_configuration_and_writes_every_output(sweeps, tmp_path):
     out = tmp_path / "out"
-    done = run_hpml(["compare", str(sweeps["a"]), str(sweeps["a2"]), "--out", str(out)], cwd=tmp_path)
+    done = hpml_here(["compare", str(sweeps["a"]), str(sweeps["a2"]), "--out", str(out)], cwd=tmp_path)  # its files
     assert done.returncode == 0, done.stdout + done.stderr
     for name in ("compare.md", "compare.csv", "compare.tex", "compare_forest.png"):
         assert (out / name).is_file(), name

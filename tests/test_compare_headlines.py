@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hpml.analysis.compare.metrics import HEADLINES
-from tests.conftest import REPO, run_hpml
+from tests.conftest import REPO, hpml_here
 from tests.factories import envelope, write_result
 from tests.factories.dataloader import dataloader_result
 from tests.factories.quantize import quantize_result
@@ -160,7 +160,7 @@ def test_compare_of_factory_sweeps_compares_every_study(tmp_path):
     base_epochs = [[1.0, 1.1], [0.9, 1.0], [1.0, 1.0]]
     base = write_side(tmp_path / "base", base_epochs)
     cand = write_side(tmp_path / "cand", [[2 * t for t in epochs] for epochs in base_epochs])
-    done = run_hpml(["compare", str(base), str(cand), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    done = hpml_here(["compare", str(base), str(cand), "--out", str(tmp_path / "out")], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Not compared" not in (tmp_path / "out" / "compare.md").read_text()
     rows = list(csv.DictReader(open(tmp_path / "out" / "compare.csv")))
@@ -181,7 +181,7 @@ def test_compare_of_the_committed_quantize_sweeps_agrees_with_their_reports(comm
     qnnpack, is several times slower with AVX2 (5.6 against 26 ms in docs/results/quantization_digits/README.md)."""
     avx512 = committed_sweeps("quantization_digits") / "2026-11-27_02-26-19_quantization_digits"
     avx2 = committed_sweeps("quantization_digits/avx2_kernels") / "2026-11-27_02-27-02_quantization_digits"
-    done = run_hpml(["compare", str(avx512), str(avx2), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    done = hpml_here(["compare", str(avx512), str(avx2), "--out", str(tmp_path / "out")], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Not compared" not in (tmp_path / "out" / "compare.md").read_text()
     rows = {row["metric"]: row for row in csv.DictReader(open(tmp_path / "out" / "compare.csv"))}
@@ -203,7 +203,7 @@ def compare_committed_tta(committed_sweeps, tmp_path):
     """hpml compare of the committed H100 (baseline) and H200 time-to-accuracy sweeps: (its run, rows by metric)."""
     h100 = committed_sweeps("tta_digits/h100") / "2026-11-23_16-31-43_tta_digits_h100"
     h200 = committed_sweeps("tta_digits/h200") / "2026-11-23_16-29-27_tta_digits_h200"
-    done = run_hpml(["compare", str(h100), str(h200), "--out", str(tmp_path / "out")], cwd=tmp_path)
+    done = hpml_here(["compare", str(h100), str(h200), "--out", str(tmp_path / "out")], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     return done, {row["metric"]: row for row in csv.DictReader(open(tmp_path / "out" / "compare.csv"))}
 

@@ -4,6 +4,7 @@ and both recomputed from the inputs the H100 results recorded (docs/results/step
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -12,7 +13,6 @@ import torch
 from torch import nn
 
 from hpml.conf.hardware.gpu_peaks import peaks_for_device
-from hpml.contract import model_answers
 from hpml.contract.step_efficiency import (
     COMM_BOUND_SHARE,
     DATA_BOUND_SHARE,
@@ -105,7 +105,7 @@ def test_a_count_is_kept_for_later_processes_and_read_back_instead_of_counted(tm
         assert training_flops_per_sample(*key) == counted and kept.read_text() == str(counted), damage
     # another version of torch, torchvision or hpml's model code is another file
     training_flops._code_version.cache_clear()
-    monkeypatch.setattr(model_answers.metadata, "version", lambda dist: "0.0-other")
+    monkeypatch.setattr(importlib.metadata, "version", lambda dist: "0.0-other")  # model_answers imports it late
     training_flops_per_sample.cache_clear()
     training_flops_per_sample(*key)
     assert len(list((tmp_path / "training_flops").glob("*.json"))) == 2
@@ -372,10 +372,10 @@ def test_a_result_without_the_record_reads_not_recorded():
 
 
 def test_the_h100_report_puts_each_points_mfu_and_verdict_in_the_technique_table(tmp_path):
-    from tests.conftest import run_hpml
+    from tests.conftest import hpml_here
 
     out = tmp_path / "report"
-    done = run_hpml(["report", str(H100_RESULTS), "--out", str(out)], cwd=tmp_path)
+    done = hpml_here(["report", str(H100_RESULTS), "--out", str(out)], cwd=tmp_path)  # its table is the claim
     assert done.returncode == 0, done.stderr
     text = (out / "report.md").read_text()
     start = text.index("## Step efficiency by technique")

@@ -25,7 +25,7 @@ from hpml.analysis.telemetry.stats import (
 )
 from hpml.contract.sweep_layout import RESULT_FILE, point_dir
 from hpml.contract.telemetry_format import sidecar_name
-from tests.conftest import own_copy, run_hpml
+from tests.conftest import hpml_here, own_copy
 from tests.factories import write_result
 from tests.factories.telemetry import (
     PHASES,
@@ -226,7 +226,7 @@ def test_hpml_report_end_to_end_with_a_real_cpu_point_and_a_hand_made_sidecar(tm
     write_result(sweep, copy)
     write_sidecar(point_dir(sweep, 1), sidecar_doc({UUID_A: columns(4, **SERIES_A)}))
 
-    done = run_hpml(["report", str(sweep), "--out", str(tmp_path / "report")], cwd=tmp_path)
+    done = hpml_here(["report", str(sweep), "--out", str(tmp_path / "report")], cwd=tmp_path)  # its text is the claim
     assert done.returncode == 0, done.stderr
     markdown = done.stdout
     assert markdown.index("## GPU telemetry") > markdown.index("### ")  # after the workload's sections
