@@ -64,6 +64,11 @@ def test_files_and_scheduler_combine(files, scheduler, has_job, answered, expect
     (("running", None), None, True, True, True, ("running", None)),
     (("running", None), {"state": "running"}, True, True, None, ("running", None)),
     (("running", None), {"state": "pending"}, True, True, None, ("running", None)),
+    # the runner is gone, but SLURM still holds the job (COMPLETING while it records a memory kill; requeued): the
+    # scheduler's end decides, not the dead pid (a check's memory-kill test once ended `interrupted` in that gap)
+    (("running", None), {"state": "running"}, True, True, False, ("running", None)),
+    (("running", None), {"state": "pending"}, True, True, False, ("running", None)),
+    (("running", None), {"state": "failed"}, True, True, False, ("failed", None)),
     (("running", None), {"state": "completed"}, True, True, None,
      ("failed", "the job ended, but its state.json still says running")),
     (("running", None), None, True, True, None,
@@ -71,7 +76,8 @@ def test_files_and_scheduler_combine(files, scheduler, has_job, answered, expect
 ])
 def test_running_counts_only_while_its_runner_may_live(files, scheduler, has_job, answered, alive, expected):
     """alive: whether the process that runs the point lives, None where this host cannot tell (then the
-    scheduler decides, and an unanswered scheduler keeps the point running)."""
+    scheduler decides, and an unanswered scheduler keeps the point running); a job the scheduler still holds is
+    the scheduler's to end."""
     assert combine(files, scheduler, has_job, answered, alive) == expected
 
 

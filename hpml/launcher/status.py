@@ -187,7 +187,9 @@ def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job
     if sched in FINISHED and sched != "completed" and not (sched == "failed" and files and files[0] in OWN_ENDS):
         return sched, files[1] if files else None
     if files is not None and files[0] == "running":
-        if runner_alive is not None:
+        # a runner gone while the scheduler still holds its job is a job ending (SLURM kills its processes, then
+        # records why: a memory kill, a time limit) or requeued: the scheduler's word decides until the job has ended
+        if runner_alive is not None and sched not in ("running", "pending"):
             return ("running", None) if runner_alive else ("interrupted", RUNNER_GONE)
         if sched == "completed":
             return "failed", ENDED_RUNNING
