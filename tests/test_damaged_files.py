@@ -22,8 +22,7 @@ import pytest
 import yaml
 
 from hpml.contract.jsonio import MANIFEST_LIMIT, RESULT_LIMIT, STATE_LIMIT
-from hpml.launcher.resume import BUSY
-from hpml.launcher.status import RUNNER_GONE, current_states
+from hpml.launcher.status import BUSY, RUNNER_GONE, current_states
 from tests.conftest import SMALL_TRAIN, hpml_here, own_copy
 from tests.factories import envelope
 

@@ -40,11 +40,9 @@ from hpml.launcher.grow import GROWS, Growth, JobResources, growth
 from hpml.launcher.jobspec import JobSpec, jobspec_of
 from hpml.launcher.manifest import read_manifest, write_manifest
 from hpml.launcher.preflight import sweep_problems
-from hpml.launcher.status import PointState, current_states
+from hpml.launcher.status import BUSY, PointState, current_states
 from hpml.launcher.submission import run_points
 from hpml.launcher.sweep_lock import sweep_lock
-
-BUSY = ("pending", "running")
 
 
 def resume(sweep_dir: Path, wait: bool = True, grow: bool = False) -> int:

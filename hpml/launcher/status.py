@@ -41,6 +41,8 @@ FINISHED = ("completed", "failed", "oom", "timeout", "cancelled", "out_of_memory
 OWN_ENDS = ("oom", "timeout")
 # What a state.json may say: a finished state, or one that proves nothing final yet.
 KNOWN_STATES = FINISHED + ("running", "requeued", "pending")
+# What the scheduler says of a job it still holds: queued (or requeued) or running (or ending: COMPLETING)
+BUSY = ("pending", "running")
 
 RUNNER_GONE = "its state.json says running, but the process that ran it is gone (interrupted or killed)"
 SCHEDULER_FORGOT = "the scheduler no longer knows this job and it left no result"
@@ -189,7 +191,7 @@ def combine(files: Optional[tuple], scheduler: Optional[Dict[str, str]], has_job
     if files is not None and files[0] == "running":
         # a runner gone while the scheduler still holds its job is a job ending (SLURM kills its processes, then
         # records why: a memory kill, a time limit) or requeued: the scheduler's word decides until the job has ended
-        if runner_alive is not None and sched not in ("running", "pending"):
+        if runner_alive is not None and sched not in BUSY:
             return ("running", None) if runner_alive else ("interrupted", RUNNER_GONE)
         if sched == "completed":
             return "failed", ENDED_RUNNING
